@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# ci/deps.sh - install what zcstack needs to build, test and benchmark.
+#
+# Idempotent and quiet when there is nothing to do:
+#   - Debian packages: only the missing ones, with one `apt-get update` first
+#     and only if something is missing.
+#   - Python packages: into the project-local venv .venv/ from
+#     requirements.txt, reinstalled only when that file changes (its hash is
+#     kept in .venv/.requirements.sha256).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEB_PACKAGES=(
+	build-essential meson ninja-build pkg-config
+	libcmocka-dev bats
+	python3 python3-venv python3-pip
+	musl-tools clang libclang-rt-14-dev
+	curl strace
+)
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=(sudo)
+fi
+
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	if [ "$status" != "install ok installed" ]; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: installing Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	"${SUDO[@]}" apt-get update -qq
+	"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python venv.  Debian's interpreter, so the venv does not depend on whatever
+# python3 happens to be first in PATH on a given machine.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+VENV=.venv
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+have=$(cat "$VENV/.requirements.sha256" 2>/dev/null || true)
+
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c '' 2>/dev/null; then
+	echo "deps: creating Python venv $VENV"
+	rm -rf "$VENV"
+	"$PY" -m venv "$VENV"
+	have=
+fi
+if [ "$want" != "$have" ]; then
+	echo "deps: installing Python packages from requirements.txt"
+	"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+	echo "$want" > "$VENV/.requirements.sha256"
+fi

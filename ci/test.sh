@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# ci/test.sh - run every test suite and total them.
+#
+# Suites:
+#   meson       cmocka unit tests in build/       (normal build)
+#   meson-asan  the same tests in build-asan/     (ASan + UBSan)
+#   bats        tests/*.bats                      (command line, cross component)
+#   pytest      Python tests under bench/ and tests/
+#
+# Counting: meson counts one test per executable (from its summary lines);
+# bats one per test case (TAP); pytest one per test (JUnit XML).  A skipped
+# meson test counts as failed: we have no legitimate skips there.  A build
+# that fails counts as one failed test of its suite.
+#
+# The last line is always `N passed, N failed` (", N skipped" follows when
+# bats or pytest skipped something), and the exit status is non-zero when
+# anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+total_pass=0
+total_fail=0
+total_skip=0
+summaries=()
+
+record() { # suite pass fail [skip]
+	local skip=${4:-0}
+	total_pass=$((total_pass + $2))
+	total_fail=$((total_fail + $3))
+	total_skip=$((total_skip + skip))
+	summaries+=("$(printf '%-11s %4d passed, %4d failed' "$1" "$2" "$3")$([ "$skip" -gt 0 ] && echo ", $skip skipped")")
+}
+
+banner() { printf '\n==== %s ====\n' "$*"; }
+
+# Field of meson test's summary ("Ok:                 3"), 0 when absent.
+meson_count() { # file label
+	local n
+	n=$(sed -n "s/^$2:[[:space:]]*\([0-9][0-9]*\).*/\1/p" "$1" | tail -1)
+	echo "${n:-0}"
+}
+
+run_meson_suite() { # suite-name flavour builddir
+	local suite=$1 flavour=$2 dir=$3 log rc
+	banner "$suite: build ($dir)"
+	if ! ci/build.sh "$flavour"; then
+		echo "$suite: BUILD FAILED"
+		record "$suite" 0 1
+		return
+	fi
+	banner "$suite: meson test ($dir)"
+	log=$(mktemp)
+	meson test -C "$dir" --print-errorlogs 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	local ok xfail fail upass skip tout pass failed
+	ok=$(meson_count "$log" 'Ok')
+	xfail=$(meson_count "$log" 'Expected Fail')
+	fail=$(meson_count "$log" 'Fail')
+	upass=$(meson_count "$log" 'Unexpected Pass')
+	skip=$(meson_count "$log" 'Skipped')
+	tout=$(meson_count "$log" 'Timeout')
+	rm -f "$log"
+	pass=$((ok + xfail))
+	failed=$((fail + upass + skip + tout))
+	if [ "$skip" -gt 0 ]; then
+		echo "$suite: $skip skipped test(s) counted as failed"
+	fi
+	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+		echo "$suite: meson test exited $rc without a failed test in its summary"
+		failed=1
+	fi
+	record "$suite" "$pass" "$failed"
+}
+
+run_bats_suite() {
+	shopt -s nullglob
+	local files=(tests/*.bats)
+	shopt -u nullglob
+	if [ ${#files[@]} -eq 0 ]; then
+		banner "bats: no tests/*.bats"
+		return
+	fi
+	# The bats tests use the normal build.
+	banner "bats: build"
+	if ! ci/build.sh normal >/dev/null; then
+		echo "bats: BUILD FAILED"
+		record bats 0 1
+		return
+	fi
+	banner "bats: ${files[*]}"
+	local log rc pass fail skip
+	log=$(mktemp)
+	bats --tap "${files[@]}" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	skip=$(grep -cE '^ok [0-9]+ .*# ?skip' "$log")
+	pass=$(grep -cE '^ok [0-9]+' "$log")
+	pass=$((pass - skip))
+	fail=$(grep -cE '^not ok [0-9]+' "$log")
+	rm -f "$log"
+	if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
+		echo "bats: exited $rc without a failed test"
+		fail=1
+	fi
+	record bats "$pass" "$fail" "$skip"
+}
+
+run_pytest_suite() {
+	local dirs=() d
+	for d in bench tests; do [ -d "$d" ] && dirs+=("$d"); done
+	if [ ! -x .venv/bin/python ]; then
+		banner "pytest: no .venv (run ci/deps.sh)"
+		record pytest 0 1
+		return
+	fi
+	banner "pytest: ${dirs[*]}"
+	local xml rc counts
+	xml=$(mktemp --suffix=.xml)
+	.venv/bin/python -m pytest -q -p no:cacheprovider --junitxml="$xml" "${dirs[@]}"
+	rc=$?
+	if [ "$rc" -eq 5 ]; then
+		echo "pytest: no tests collected"
+		rm -f "$xml"
+		return
+	fi
+	# passed failed skipped from the JUnit XML (errors count as failed).
+	counts=$(.venv/bin/python - "$xml" <<'PY' 2>/dev/null
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+t = f = s = 0
+for su in suites:
+    t += int(su.get("tests", 0))
+    f += int(su.get("failures", 0)) + int(su.get("errors", 0))
+    s += int(su.get("skipped", 0))
+print(t - f - s, f, s)
+PY
+	) || counts="0 0 0"
+	rm -f "$xml"
+	set -- $counts
+	local pass=$1 fail=$2 skip=$3
+	if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
+		echo "pytest: exited $rc without a failed test"
+		fail=1
+	fi
+	record pytest "$pass" "$fail" "$skip"
+}
+
+run_meson_suite meson normal build
+run_meson_suite meson-asan asan build-asan
+run_bats_suite
+run_pytest_suite
+
+banner "summary"
+for s in "${summaries[@]}"; do echo "$s"; done
+if [ "$total_skip" -gt 0 ]; then
+	echo "$total_pass passed, $total_fail failed, $total_skip skipped"
+else
+	echo "$total_pass passed, $total_fail failed"
+fi
+[ "$total_fail" -eq 0 ]

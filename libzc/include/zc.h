@@ -1,0 +1,309 @@
+/*
+ * zc.h - libzc: one zero-copy buffer model for Linux I/O.
+ *
+ * The model (docs/ARCHITECTURE.md has the long version):
+ *
+ *   pool       a memfd-backed region that holds I/O data, sealed against
+ *              resizing, mapped read-write by its owner and read-only by the
+ *              peers it has been shared with.
+ *   buffer     a page-aligned part of a pool.  Writable while it is being
+ *              filled, immutable once published.  Named system-wide by
+ *              (pool id, offset, length, generation); the generation changes
+ *              every time the memory is reused.
+ *   file       an open regular file plus the version it had when opened
+ *              (device, inode, size, mtime, ctime).
+ *   aggregate  an ordered list of slices; a slice is a part of a buffer or an
+ *              extent of a file that has not been read at all.  Aggregates
+ *              are mutable and cheap: every operation is pointer work.
+ *   container  Container Shipping's unit of move semantics (cs_* below).
+ *   channel    two processes joined by a UNIX socket plus shared pools:
+ *              transfers carry descriptors, never bytes.
+ *
+ * Conventions:
+ *   - Every function that can fail returns a negative errno value; nothing
+ *     aborts on bad input.  Constructors return the object through an out
+ *     parameter.  Release functions accept NULL.
+ *   - Reference counts (buffers, files) and pools are thread-safe.
+ *     Aggregates, channels and the container table belong to one thread at a
+ *     time (the caller serialises).
+ *   - iol_write behaves like write(2) for SIGPIPE: a server should ignore it.
+ */
+#ifndef ZC_H
+#define ZC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZC_VERSION "0.1.0"
+
+/* Name of the backend in use: "portable" (stock Linux) or "kernel" (the
+ * patched kernel's system calls).  Chosen once, at first use. */
+const char *zc_backend_name(void);
+
+/* ------------------------------------------------------------------ pools */
+
+typedef struct zc_pool zc_pool;
+
+#define ZC_POOL_DEFAULT_SIZE ((size_t)64 << 20)
+#define ZC_POOL_MAX_SIZE ((size_t)1 << 40)
+
+/* Create a pool of at least `size` bytes (rounded up to pages; 0 means
+ * ZC_POOL_DEFAULT_SIZE).  The memfd is sealed against shrinking and growing.
+ * Memory is reserved, not touched: untouched pages cost nothing. */
+int zc_pool_create(size_t size, zc_pool **out);
+
+/* Drop the creator's reference.  The memory stays mapped until the last
+ * buffer allocated from it is released.  Accepts NULL. */
+void zc_pool_destroy(zc_pool *pool);
+
+/* The process-wide default pool, created on first use (thread-safe).
+ * Never destroy it.  Returns NULL only if creation failed (errno set). */
+zc_pool *zc_default_pool(void);
+
+/* System-wide identity of the pool (the memfd's inode number). */
+uint64_t zc_pool_id(const zc_pool *pool);
+/* The pool's memfd (owned by the pool; do not close). */
+int zc_pool_fd(const zc_pool *pool);
+size_t zc_pool_size(const zc_pool *pool);
+/* 1 if this process created the pool, 0 if it was imported from a peer. */
+int zc_pool_is_owner(const zc_pool *pool);
+
+struct zc_pool_stats {
+	size_t size;		/* bytes in the pool */
+	size_t bytes_in_use;	/* allocated and not yet released */
+	uint64_t allocs;	/* buffer allocations */
+	uint64_t reuses;	/* allocations served from recycled memory as is */
+	uint64_t detaches;	/* releases whose pages the kernel may still hold:
+				 * the pages were dropped (hole punched) and the
+				 * next use gets fresh zeroed pages */
+	uint64_t failures;	/* allocations refused for lack of space */
+};
+void zc_pool_stats(const zc_pool *pool, struct zc_pool_stats *st);
+
+/* Share a pool over a connected UNIX socket (SCM_RIGHTS).  The receiver gets
+ * a read-only import: it can read and forward the pool's buffers, never
+ * allocate from it or change it. */
+int zc_pool_send(int sock, const zc_pool *pool);
+int zc_pool_recv(int sock, zc_pool **out);
+
+/* ---------------------------------------------------------------- buffers */
+
+typedef struct zc_buf zc_buf;
+
+/* Allocate a writable buffer of `len` bytes (capacity rounded up to pages)
+ * from `pool` (NULL = default pool).  -ENOMEM when the pool is full,
+ * -EPERM for an imported pool, -EINVAL for len 0 or larger than the pool. */
+int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out);
+
+/* The writable memory of an unpublished buffer; NULL once published or for a
+ * buffer this process does not own. */
+void *zc_buf_wptr(zc_buf *buf);
+
+/* Make the buffer immutable with its final length (<= capacity).  After this
+ * the content never changes while any reference exists. */
+int zc_buf_publish(zc_buf *buf, size_t len);
+
+/* Allocate, copy `len` bytes in and publish: the one copy that puts data
+ * into the zero-copy world. */
+int zc_buf_from_bytes(zc_pool *pool, const void *data, size_t len, zc_buf **out);
+
+/* Read-only view of the content (maps an imported pool on first use).
+ * NULL if mapping failed. */
+const void *zc_buf_data(zc_buf *buf);
+size_t zc_buf_len(const zc_buf *buf);
+size_t zc_buf_capacity(const zc_buf *buf);
+zc_pool *zc_buf_pool(const zc_buf *buf);
+
+struct zc_buf_id {
+	uint64_t pool;		/* zc_pool_id() */
+	uint64_t off;		/* byte offset in the pool */
+	uint64_t len;		/* published length */
+	uint64_t gen;		/* changes whenever the memory is reused */
+};
+void zc_buf_id(const zc_buf *buf, struct zc_buf_id *id);
+
+zc_buf *zc_buf_ref(zc_buf *buf);
+/* Drop a reference; the last one returns the memory to its pool (or, for a
+ * buffer received over a channel, to the peer that owns it). */
+void zc_buf_release(zc_buf *buf);
+
+/* ------------------------------------------------------------------ files */
+
+typedef struct zc_file zc_file;
+
+struct zc_file_version {
+	uint64_t dev, ino;
+	int64_t size;
+	int64_t mtime_ns, ctime_ns;
+};
+
+/* Open a regular file read-only and remember its version and path (the path
+ * lets zc_file_check notice a file replaced by rename). */
+int zc_file_open(const char *path, zc_file **out);
+/* Wrap an open regular file (the descriptor is duplicated). */
+int zc_file_from_fd(int fd, zc_file **out);
+/* 0 if the file still has the version it was opened with; -ESTALE if it was
+ * truncated, written, or replaced; other negative errno on failure. */
+int zc_file_check(zc_file *file);
+void zc_file_version(const zc_file *file, struct zc_file_version *v);
+int zc_file_fd(const zc_file *file);
+int64_t zc_file_size(const zc_file *file);
+zc_file *zc_file_ref(zc_file *file);
+void zc_file_release(zc_file *file);
+
+/* ------------------------------------------------------------- aggregates */
+
+typedef struct zc_agg zc_agg;
+
+enum zc_slice_kind { ZC_SLICE_BUF = 1, ZC_SLICE_FILE = 2 };
+
+/* One slice as seen by zc_agg_slice(): borrowed pointers, valid while the
+ * aggregate is unchanged. */
+struct zc_slice {
+	enum zc_slice_kind kind;
+	zc_buf *buf;		/* ZC_SLICE_BUF */
+	zc_file *file;		/* ZC_SLICE_FILE */
+	uint64_t off;		/* offset in the buffer or the file */
+	size_t len;
+};
+
+int zc_agg_create(zc_agg **out);
+/* Release the aggregate and every reference its slices hold. */
+void zc_agg_release(zc_agg *agg);
+/* A new aggregate with the same slices (buffers and files shared). */
+int zc_agg_dup(const zc_agg *agg, zc_agg **out);
+
+/* Append or prepend part of a buffer (takes its own reference; the buffer
+ * must be published) or an extent of a file (no data is read). */
+int zc_agg_append_buf(zc_agg *agg, zc_buf *buf, size_t off, size_t len);
+int zc_agg_prepend_buf(zc_agg *agg, zc_buf *buf, size_t off, size_t len);
+int zc_agg_append_file(zc_agg *agg, zc_file *file, uint64_t off, size_t len);
+int zc_agg_prepend_file(zc_agg *agg, zc_file *file, uint64_t off, size_t len);
+/* Copy `len` bytes into a new buffer from `pool` (NULL = default) and append. */
+int zc_agg_append_bytes(zc_agg *agg, zc_pool *pool, const void *data, size_t len);
+
+/* Append all of src's slices to dst (src unchanged). */
+int zc_agg_concat(zc_agg *dst, const zc_agg *src);
+/* Keep [0, at) in agg; move [at, len) into a new aggregate *tail. */
+int zc_agg_split(zc_agg *agg, size_t at, zc_agg **tail);
+/* Keep the first `len` bytes. */
+int zc_agg_truncate(zc_agg *agg, size_t len);
+/* Drop the first `n` bytes. */
+int zc_agg_trim_front(zc_agg *agg, size_t n);
+
+size_t zc_agg_len(const zc_agg *agg);
+size_t zc_agg_nslices(const zc_agg *agg);
+/* Slice i (0-based) or -ERANGE. */
+int zc_agg_slice(const zc_agg *agg, size_t i, struct zc_slice *out);
+
+/* Copy bytes [off, off+len) out (files are read with pread).  Returns the
+ * number copied (short only at the end of the aggregate), -ESTALE if a file
+ * slice no longer has its data. */
+ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len);
+
+/* A contiguous read-only view of the whole aggregate, built only when asked:
+ * one buffer slice is returned in place; anything else is gathered into one
+ * new buffer from `pool` (NULL = default) that then replaces the slices, so
+ * a second call costs nothing.  The view lives until the aggregate changes
+ * or is released.  An empty aggregate gives a non-NULL pointer and *len 0. */
+int zc_agg_map(zc_agg *agg, zc_pool *pool, const void **data, size_t *len);
+
+/* --------------------------------------------------------------- IO-Lite */
+
+/* Read up to `size` bytes from fd into an aggregate.  If *agg is NULL a new
+ * aggregate is created, otherwise data is appended.  Regular files give file
+ * slices (the page cache is referenced, not read); pipes and sockets are
+ * read once into pool buffers.  Returns bytes read, 0 at EOF, or a negative
+ * errno (-EAGAIN on an empty non-blocking descriptor, -EINTR if a signal
+ * arrived before any data). */
+ssize_t iol_read(int fd, zc_agg **agg, size_t size);
+
+/* Write the aggregate to fd with the cheapest mechanism for each (slice,
+ * destination) pair: sendfile, splice, vmsplice, copy_file_range, or
+ * descriptors on a channel.  The bytes written are trimmed from the front of
+ * agg, so after a partial write (non-blocking socket, signal) calling
+ * iol_write again with the same aggregate resumes exactly where it stopped.
+ * Returns bytes written (> 0), 0 for an empty aggregate, or a negative errno
+ * when nothing was written (-EAGAIN, -EPIPE, -ESTALE for a file slice whose
+ * file changed, ...). */
+ssize_t iol_write(int fd, zc_agg *agg);
+
+struct zc_io_stats {
+	uint64_t bytes_by_reference;	/* sendfile/splice/vmsplice/descriptors */
+	uint64_t bytes_copied;		/* read/write/pread/pwrite */
+	uint64_t calls;			/* system calls issued by iol_* */
+};
+/* Process-wide counters (atomic). */
+void zc_io_stats(struct zc_io_stats *st);
+
+/* --------------------------------------------------------------- channels */
+
+typedef struct zc_channel zc_channel;
+
+/* Turn a connected UNIX socket (SOCK_SEQPACKET or SOCK_STREAM) into a
+ * channel; both ends call this.  The channel owns the socket from then on.
+ * With a channel, iol_write/cs_write on zc_channel_fd() pass descriptors. */
+int zc_channel_open(int sock, zc_channel **out);
+/* A connected pair in this process (for fork, threads and tests). */
+int zc_channel_pair(zc_channel **a, zc_channel **b);
+/* The descriptor to poll for readability. */
+int zc_channel_fd(const zc_channel *ch);
+/* Send an aggregate as descriptors: buffers are lent to the peer until it
+ * releases them; file slices send the file descriptor once, then extents.
+ * The aggregate is left unchanged. */
+int zc_channel_send(zc_channel *ch, const zc_agg *agg);
+/* Receive one message: *out is a new aggregate of read-only buffers (and
+ * file extents).  -EAGAIN if none is waiting and the channel is
+ * non-blocking, -EPIPE once the peer is gone. */
+int zc_channel_recv(zc_channel *ch, zc_agg **out);
+int zc_channel_set_nonblock(zc_channel *ch, int on);
+void zc_channel_close(zc_channel *ch);
+/* The channel registered for fd, or NULL. */
+zc_channel *zc_channel_from_fd(int fd);
+
+/* ------------------------------------------------------ Container Shipping */
+
+/* The args structure of cs_read (Container Shipping, Table 1): arrays the
+ * caller provides, each with room for maxcon entries; optional ones may be
+ * NULL. */
+typedef struct cs_args {
+	int *cids;	/* container ids (required) */
+	int *offs;	/* offset of the data in each container (optional) */
+	int *lens;	/* bytes of data in each container (optional) */
+	int *sizes;	/* size of each container (optional) */
+	void **addrs;	/* mapped addresses, with CS_MAPALL (optional) */
+} cs_args;
+
+#define CS_MAPALL 0x1	/* cs_read: map every container it returns */
+#define CS_MAPNOW 0x2	/* cs_alloc: map the new container at once */
+
+/* A new container of at least `size` bytes owned by this process.  With
+ * CS_MAPNOW, *addr receives its writable address.  Returns the container id
+ * (>= 0) or a negative errno. */
+int cs_alloc(int size, void **addr, int options);
+/* Free containers this process owns. */
+int cs_free(int count, const int *cids);
+/* Read up to `size` bytes from fd into at most `maxcon` new containers.
+ * Returns the number of containers produced, 0 at EOF, negative errno. */
+int cs_read(int fd, int size, int maxcon, cs_args *args, int options);
+/* Write [offs[i], offs[i]+lens[i]) of each container to fd and give the
+ * containers away: on success their ids are no longer valid in this
+ * process.  offs/lens may be NULL (whole containers).  Returns the bytes
+ * written or a negative errno (on error no container is given away). */
+ssize_t cs_write(int fd, int count, const int *cids, const int *offs,
+		 const int *lens, int options);
+/* Map containers; addrs[i] receives each address.  Containers received from
+ * a peer map read-only. */
+int cs_map(int count, const int *cids, void **addrs, int options);
+/* Remove mappings; the containers stay owned. */
+int cs_unmap(int count, const int *cids);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZC_H */

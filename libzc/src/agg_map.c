@@ -1,0 +1,125 @@
+/*
+ * agg_map.c - getting bytes out of an aggregate: copyout and map.
+ *
+ * Both are the exceptions to zero-copy, used when a program really needs
+ * contiguous bytes (a parser, a checksum, a test).  File slices are read
+ * with pread after a version check, never through a mapping, so a file that
+ * shrank yields -ESTALE instead of a SIGBUS.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Read exactly len bytes of a file extent; -ESTALE if the file changed or
+ * ended early. */
+static int copy_file_bytes(zc_file *f, uint64_t off, void *dst, size_t len)
+{
+	int err = zc_file_check(f);
+	unsigned char *p = dst;
+
+	if (err)
+		return err;
+	while (len) {
+		ssize_t n = pread(f->fd, p, len, (off_t)off);
+
+		zc_stat_call();
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ESTALE;	/* truncated since the check */
+		zc_stat_copy((uint64_t)n);
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len)
+{
+	unsigned char *out = dst;
+	size_t done = 0;
+
+	if (!agg || (!dst && len))
+		return -EINVAL;
+	for (size_t i = 0; i < agg->n && done < len; i++) {
+		const struct zc_slice_int *s = &agg->s[agg->head + i];
+		size_t take;
+		int err = 0;
+
+		if (off >= s->len) {
+			off -= s->len;
+			continue;
+		}
+		take = s->len - off;
+		if (take > len - done)
+			take = len - done;
+		if (s->kind == ZC_SLICE_BUF) {
+			const unsigned char *src = zc_buf_data(s->buf);
+
+			if (!src)
+				return -ENOMEM;
+			memcpy(out + done, src + s->off + off, take);
+		} else {
+			err = copy_file_bytes(s->file, s->off + off,
+					      out + done, take);
+		}
+		if (err)
+			return err;
+		done += take;
+		off = 0;
+	}
+	return (ssize_t)done;
+}
+
+int zc_agg_map(zc_agg *agg, zc_pool *pool, const void **data, size_t *len)
+{
+	static const char empty[1];
+	struct zc_slice_int *s;
+	zc_buf *b;
+	ssize_t n;
+	int err;
+
+	if (!agg || !data)
+		return -EINVAL;
+	if (len)
+		*len = agg->len;
+	if (agg->n == 0) {
+		*data = empty;
+		return 0;
+	}
+	s = &agg->s[agg->head];
+	if (agg->n == 1 && s->kind == ZC_SLICE_BUF) {
+		const unsigned char *base = zc_buf_data(s->buf);
+
+		if (!base)
+			return -ENOMEM;
+		*data = base + s->off;
+		return 0;
+	}
+	/* Gather into one new buffer, which then replaces the slices: the
+	 * content is the same and the next map is free. */
+	err = zc_buf_alloc(pool, agg->len, &b);
+	if (err)
+		return err;
+	n = zc_agg_copyout(agg, 0, zc_buf_wptr(b), agg->len);
+	if (n >= 0 && (size_t)n != agg->len)
+		n = -EIO;
+	if (n < 0) {
+		zc_buf_release(b);
+		return (int)n;
+	}
+	zc_buf_publish(b, agg->len);
+	zc_agg_truncate(agg, 0);
+	err = zc_agg_append_buf(agg, b, 0, b->len);
+	zc_buf_release(b);
+	if (err)
+		return err;
+	*data = zc_buf_data(agg->s[agg->head].buf);
+	return 0;
+}

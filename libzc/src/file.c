@@ -1,0 +1,157 @@
+/*
+ * file.c - files behind file-extent slices.
+ *
+ * A file slice names bytes in the page cache without reading them.  Those
+ * bytes are only meaningful while the file still has the version it had when
+ * the slice was made, so a zc_file remembers that version (device, inode,
+ * size, mtime, ctime) and every consumer checks it before using the bytes.
+ * Consumers read with pread/sendfile/splice, never through a mapping, so a
+ * file that shrinks gives an error (-ESTALE), never a SIGBUS.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static void version_of(const struct stat *st, struct zc_file_version *v)
+{
+	v->dev = (uint64_t)st->st_dev;
+	v->ino = (uint64_t)st->st_ino;
+	v->size = (int64_t)st->st_size;
+	v->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
+		      st->st_mtim.tv_nsec;
+	v->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 +
+		      st->st_ctim.tv_nsec;
+}
+
+/* Takes ownership of fd (closed on failure). */
+static int file_wrap(int fd, const char *path, zc_file **out)
+{
+	struct stat st;
+	zc_file *f;
+	int err;
+
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f || (path && !(f->path = strdup(path)))) {
+		free(f);
+		close(fd);
+		return -ENOMEM;
+	}
+	atomic_init(&f->refs, 1);
+	f->fd = fd;
+	version_of(&st, &f->v);
+	*out = f;
+	return 0;
+}
+
+int zc_file_open(const char *path, zc_file **out)
+{
+	int fd;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!path)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return file_wrap(fd, path, out);
+}
+
+int zc_file_from_fd(int fd, zc_file **out)
+{
+	int dup;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (fd < 0)
+		return -EBADF;
+	dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dup < 0)
+		return -errno;
+	return file_wrap(dup, NULL, out);
+}
+
+static bool same_version(const struct zc_file_version *a,
+			 const struct zc_file_version *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+int zc_file_check(zc_file *file)
+{
+	struct zc_file_version now;
+	struct stat st;
+
+	if (!file)
+		return -EINVAL;
+	if (fstat(file->fd, &st) < 0)
+		return -errno;
+	version_of(&st, &now);
+	if (!same_version(&now, &file->v))
+		return -ESTALE;
+	/* Replaced by rename: our descriptor still sees the old inode, but
+	 * the name now means another file. */
+	if (file->path) {
+		if (stat(file->path, &st) < 0)
+			return errno == ENOENT ? -ESTALE : -errno;
+		if ((uint64_t)st.st_ino != file->v.ino ||
+		    (uint64_t)st.st_dev != file->v.dev)
+			return -ESTALE;
+	}
+	return 0;
+}
+
+void zc_file_version(const zc_file *file, struct zc_file_version *v)
+{
+	if (!v)
+		return;
+	if (file)
+		*v = file->v;
+	else
+		memset(v, 0, sizeof(*v));
+}
+
+int zc_file_fd(const zc_file *file)
+{
+	return file ? file->fd : -EINVAL;
+}
+
+int64_t zc_file_size(const zc_file *file)
+{
+	return file ? file->v.size : -EINVAL;
+}
+
+zc_file *zc_file_ref(zc_file *file)
+{
+	if (file)
+		atomic_fetch_add_explicit(&file->refs, 1, memory_order_relaxed);
+	return file;
+}
+
+void zc_file_release(zc_file *file)
+{
+	if (!file || atomic_fetch_sub_explicit(&file->refs, 1,
+					       memory_order_acq_rel) != 1)
+		return;
+	close(file->fd);
+	free(file->path);
+	free(file);
+}

@@ -1,0 +1,155 @@
+/*
+ * internal.h - libzc's private structures, shared by its modules.
+ *
+ * Module map (one job each):
+ *   pool.c     pools: memfd, sealing, page allocator, recycling, import
+ *   buf.c      buffers: reference counts, publish, generations, release
+ *   file.c     files: version capture and checks
+ *   agg.c      aggregates: slice vector operations
+ *   agg_map.c  zc_agg_map / zc_agg_copyout
+ *   fdkind.c   what kind of descriptor an fd is
+ *   io_read.c  iol_read
+ *   io_write.c iol_write: per (slice, destination) transfer mechanism
+ *   channel.c  channels: socket handshake, descriptor rings, credits
+ *   cs.c       Container Shipping calls and the container table
+ *   backend.c  backend selection and I/O counters
+ */
+#ifndef ZC_INTERNAL_H
+#define ZC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "zc.h"
+
+#define ZC_PAGE_SIZE 4096u
+#define ZC_PAGE_ROUND(x) (((x) + ZC_PAGE_SIZE - 1) & ~(size_t)(ZC_PAGE_SIZE - 1))
+
+#define ZC_UNUSED __attribute__((unused))
+#define ZC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ZC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ------------------------------------------------------------------ pools */
+
+/* Recently released buffers of one size, reused LIFO so a steady stream of
+ * equal-sized transfers touches the same (cache-hot) memory and allocates
+ * nothing.  Sizes are in pages. */
+#define ZC_POOL_CACHE_CLASSES 64	/* 1..64 pages (4 KiB..256 KiB) */
+#define ZC_POOL_CACHE_DEPTH 32
+
+struct zc_pool {
+	atomic_int refs;	/* creator + one per live buffer */
+	int fd;			/* memfd (read-write for the owner) */
+	int ro_fd;		/* owner: read-only reopening sent to peers,
+				 * opened on first zc_pool_send; else -1 */
+	bool owner;		/* created here (RW) or imported (RO) */
+	size_t size;
+	uint64_t id;		/* st_ino of the memfd */
+	unsigned char *base;	/* owner: RW mapping; import: RO, lazily */
+	pthread_mutex_t lock;	/* guards everything below */
+	/* Owner only: one bit per page, set = allocated. */
+	uint64_t *bitmap;
+	size_t npages;
+	size_t hint;		/* next-fit start page */
+	uint64_t gen;		/* last generation handed out */
+	zc_buf *cache[ZC_POOL_CACHE_CLASSES][ZC_POOL_CACHE_DEPTH];
+	unsigned cache_n[ZC_POOL_CACHE_CLASSES];
+	struct zc_pool_stats st;
+};
+
+/* Map an imported pool read-only if not yet mapped.  NULL on failure. */
+unsigned char *zc_pool_base(zc_pool *pool);
+void zc_pool_get(zc_pool *pool);
+void zc_pool_put(zc_pool *pool);
+/* Give a released owner buffer's memory back (called by buf.c). */
+void zc_pool_recycle(zc_pool *pool, zc_buf *buf);
+/* Import a pool from a received memfd (channel.c, zc_pool_recv). */
+int zc_pool_import_fd(int fd, zc_pool **out);
+
+/* ---------------------------------------------------------------- buffers */
+
+enum {
+	ZC_BUF_WRITABLE = 1u << 0,	/* allocated, not yet published */
+	ZC_BUF_KREF = 1u << 1,		/* handed to the kernel by reference:
+					 * pages may still be referenced by a
+					 * pipe or socket after release */
+	ZC_BUF_FOREIGN = 1u << 2,	/* lives in a peer's pool */
+};
+
+struct zc_buf {
+	atomic_int refs;
+	atomic_uint flags;
+	zc_pool *pool;
+	uint64_t off;		/* byte offset in the pool (page aligned) */
+	size_t cap;		/* capacity (page multiple) */
+	size_t len;		/* published length */
+	uint64_t gen;
+	/* Foreign buffers: called on the last release instead of recycling,
+	 * to return the buffer to the peer that owns it. */
+	void (*on_release)(zc_buf *buf);
+	void *release_ctx;
+	uint64_t release_token;
+};
+
+/* Mark that the kernel may keep references to the buffer's pages. */
+static inline void zc_buf_mark_kref(zc_buf *buf)
+{
+	atomic_fetch_or_explicit(&buf->flags, ZC_BUF_KREF, memory_order_relaxed);
+}
+
+/* A buffer object describing a peer's memory (used by channel.c). */
+int zc_buf_foreign(zc_pool *pool, uint64_t off, size_t len, uint64_t gen,
+		   zc_buf **out);
+
+/* ------------------------------------------------------------------ files */
+
+struct zc_file {
+	atomic_int refs;
+	int fd;
+	char *path;		/* NULL for zc_file_from_fd */
+	struct zc_file_version v;
+};
+
+/* ------------------------------------------------------------- aggregates */
+
+struct zc_slice_int {
+	uint8_t kind;		/* enum zc_slice_kind */
+	union {
+		zc_buf *buf;
+		zc_file *file;
+	};
+	uint64_t off;
+	size_t len;
+};
+
+struct zc_agg {
+	struct zc_slice_int *s;	/* live slices are s[head .. head+n) */
+	size_t head, n, cap;
+	size_t len;		/* total bytes */
+	struct zc_slice_int inline_s[4];
+};
+
+/* ----------------------------------------------------------- descriptors */
+
+enum zc_fdkind {
+	ZC_FD_BAD = 0,
+	ZC_FD_FILE,		/* regular file */
+	ZC_FD_PIPE,		/* pipe or FIFO */
+	ZC_FD_TCP,		/* TCP stream socket (v4 or v6) */
+	ZC_FD_UNIX,		/* AF_UNIX stream socket */
+	ZC_FD_CHANNEL,		/* a registered libzc channel */
+	ZC_FD_OTHER,		/* char device, other sockets, ... */
+};
+
+enum zc_fdkind zc_fdkind_of(int fd);
+
+/* ------------------------------------------------------------ statistics */
+
+void zc_stat_ref(uint64_t bytes);
+void zc_stat_copy(uint64_t bytes);
+void zc_stat_call(void);
+
+#endif /* ZC_INTERNAL_H */

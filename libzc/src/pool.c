@@ -1,0 +1,537 @@
+/*
+ * pool.c - pools: memfd-backed regions that hold I/O data.
+ *
+ * A pool is one memfd, sealed so that nobody (not even its owner) can shrink
+ * it: a peer that maps it read-only can then never take a SIGBUS.  The owner
+ * maps it read-write once; buffers are page-aligned runs of pages found with
+ * a next-fit bitmap search.  Released buffers of up to 256 KiB go to a small
+ * per-size LIFO cache so a steady stream of equal transfers reuses the same
+ * cache-hot memory and allocates nothing.
+ *
+ * Recycling and the kernel: a buffer that was handed to the kernel by
+ * reference (vmsplice into a pipe, sendfile from the memfd into a socket) may
+ * still have its pages referenced by a pipe or a socket queue long after the
+ * write returned -- a pipe reader may even have spliced them onward.  Rather
+ * than guess when the kernel is done, we detach such pages on release:
+ * FALLOC_FL_PUNCH_HOLE removes them from the memfd, the kernel's references
+ * keep the old pages (and their old content) alive, and the next user of the
+ * range faults in fresh zeroed pages.  Buffers never lent to the kernel are
+ * reused as they are, without zeroing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef MFD_ALLOW_SEALING
+#define MFD_ALLOW_SEALING 0x0002U
+#endif
+
+#define ZC_POOL_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+static zc_pool *pool_new(int fd, size_t size, bool owner)
+{
+	struct stat st;
+	zc_pool *p;
+
+	if (fstat(fd, &st) < 0)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	atomic_init(&p->refs, 1);
+	p->fd = fd;
+	p->ro_fd = -1;
+	p->owner = owner;
+	p->size = size;
+	p->id = (uint64_t)st.st_ino;
+	p->npages = size / ZC_PAGE_SIZE;
+	p->st.size = size;
+	pthread_mutex_init(&p->lock, NULL);
+	return p;
+}
+
+int zc_pool_create(size_t size, zc_pool **out)
+{
+	zc_pool *p;
+	void *base;
+	int fd, err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (size == 0)
+		size = ZC_POOL_DEFAULT_SIZE;
+	if (size > ZC_POOL_MAX_SIZE)
+		return -EINVAL;
+	size = ZC_PAGE_ROUND(size);
+
+	fd = memfd_create("zc-pool", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	/* Mode 0444: a peer holding our read-only descriptor must not be
+	 * able to reopen it read-write through /proc/self/fd. */
+	if (ftruncate(fd, (off_t)size) < 0 || fchmod(fd, 0444) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, ZC_POOL_SEALS) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	/* MAP_NORESERVE: a big pool costs nothing until pages are touched. */
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (base == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	p = pool_new(fd, size, true);
+	if (p)
+		p->bitmap = calloc((p->npages + 63) / 64, sizeof(uint64_t));
+	if (!p || !p->bitmap) {
+		if (p)
+			free(p);
+		munmap(base, size);
+		close(fd);
+		return -ENOMEM;
+	}
+	p->base = base;
+	*out = p;
+	return 0;
+}
+
+int zc_pool_import_fd(int fd, zc_pool **out)
+{
+	struct stat st;
+	int seals;
+	zc_pool *p;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    (uint64_t)st.st_size > ZC_POOL_MAX_SIZE ||
+	    st.st_size % ZC_PAGE_SIZE)
+		return -EINVAL;
+	/* Without the shrink seal the owner could truncate the memfd under
+	 * our mapping and turn every read into a SIGBUS: refuse it. */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
+			 (F_SEAL_SHRINK | F_SEAL_GROW))
+		return -EPERM;
+	p = pool_new(fd, (size_t)st.st_size, false);
+	if (!p)
+		return -ENOMEM;
+	*out = p;
+	return 0;
+}
+
+unsigned char *zc_pool_base(zc_pool *pool)
+{
+	unsigned char *base = __atomic_load_n(&pool->base, __ATOMIC_ACQUIRE);
+	void *m;
+
+	if (ZC_LIKELY(base))
+		return base;
+	/* Imported pools are mapped on first access only (mapping happens
+	 * when asked, not when the pool arrives). */
+	pthread_mutex_lock(&pool->lock);
+	if (!pool->base) {
+		m = mmap(NULL, pool->size, PROT_READ, MAP_SHARED, pool->fd, 0);
+		if (m != MAP_FAILED)
+			__atomic_store_n(&pool->base, m, __ATOMIC_RELEASE);
+	}
+	base = pool->base;
+	pthread_mutex_unlock(&pool->lock);
+	return base;
+}
+
+/* ---------------------------------------------------------- page bitmap */
+
+static bool page_used(const zc_pool *p, size_t pg)
+{
+	return p->bitmap[pg / 64] >> (pg % 64) & 1;
+}
+
+static void mark_pages(zc_pool *p, size_t first, size_t n, bool used)
+{
+	for (size_t pg = first; pg < first + n; pg++) {
+		if (used)
+			p->bitmap[pg / 64] |= 1ull << (pg % 64);
+		else
+			p->bitmap[pg / 64] &= ~(1ull << (pg % 64));
+	}
+}
+
+/* Find n free pages in [from, to); returns the first page or SIZE_MAX. */
+static size_t find_run(const zc_pool *p, size_t from, size_t to, size_t n)
+{
+	size_t run = 0;
+
+	for (size_t pg = from; pg < to; pg++) {
+		/* Skip fully used words quickly. */
+		if (pg % 64 == 0 && p->bitmap[pg / 64] == ~0ull &&
+		    pg + 64 <= to) {
+			run = 0;
+			pg += 63;
+			continue;
+		}
+		if (page_used(p, pg)) {
+			run = 0;
+			continue;
+		}
+		if (++run == n)
+			return pg + 1 - n;
+	}
+	return SIZE_MAX;
+}
+
+static size_t alloc_pages(zc_pool *p, size_t n)
+{
+	size_t first = find_run(p, p->hint, p->npages, n);
+
+	if (first == SIZE_MAX)
+		first = find_run(p, 0, p->npages, n);
+	if (first == SIZE_MAX)
+		return SIZE_MAX;
+	mark_pages(p, first, n, true);
+	p->hint = first + n < p->npages ? first + n : 0;
+	return first;
+}
+
+/* Give every cached buffer's pages back to the bitmap (when a large
+ * allocation does not fit and cached memory might make room). */
+static void flush_cache(zc_pool *p)
+{
+	for (unsigned c = 0; c < ZC_POOL_CACHE_CLASSES; c++) {
+		while (p->cache_n[c]) {
+			zc_buf *b = p->cache[c][--p->cache_n[c]];
+
+			mark_pages(p, b->off / ZC_PAGE_SIZE,
+				   b->cap / ZC_PAGE_SIZE, false);
+			free(b);
+		}
+	}
+}
+
+/* ------------------------------------------------------------ buffers */
+
+static void buf_reset(zc_pool *p, zc_buf *b)
+{
+	atomic_store_explicit(&b->refs, 1, memory_order_relaxed);
+	atomic_store_explicit(&b->flags, ZC_BUF_WRITABLE, memory_order_relaxed);
+	b->len = 0;
+	b->gen = ++p->gen;
+	b->on_release = NULL;
+	b->release_ctx = NULL;
+	b->release_token = 0;
+}
+
+int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
+{
+	size_t npg, first;
+	zc_buf *b = NULL;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!pool && !(pool = zc_default_pool()))
+		return -ENOMEM;
+	if (!pool->owner)
+		return -EPERM;
+	if (len == 0 || len > pool->size)
+		return -EINVAL;
+	npg = ZC_PAGE_ROUND(len) / ZC_PAGE_SIZE;
+
+	pthread_mutex_lock(&pool->lock);
+	if (npg <= ZC_POOL_CACHE_CLASSES && pool->cache_n[npg - 1]) {
+		b = pool->cache[npg - 1][--pool->cache_n[npg - 1]];
+		pool->st.reuses++;
+	} else {
+		first = alloc_pages(pool, npg);
+		if (first == SIZE_MAX) {
+			flush_cache(pool);
+			first = alloc_pages(pool, npg);
+		}
+		if (first != SIZE_MAX) {
+			b = calloc(1, sizeof(*b));
+			if (!b)
+				mark_pages(pool, first, npg, false);
+		}
+		if (b) {
+			b->pool = pool;
+			b->off = (uint64_t)first * ZC_PAGE_SIZE;
+			b->cap = npg * ZC_PAGE_SIZE;
+		} else {
+			pool->st.failures++;
+		}
+	}
+	if (b) {
+		buf_reset(pool, b);
+		pool->st.allocs++;
+		pool->st.bytes_in_use += b->cap;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	if (!b)
+		return -ENOMEM;
+	zc_pool_get(pool);
+	*out = b;
+	return 0;
+}
+
+void zc_pool_recycle(zc_pool *p, zc_buf *b)
+{
+	size_t npg = b->cap / ZC_PAGE_SIZE;
+	bool detached = false;
+
+	if (atomic_load_explicit(&b->flags, memory_order_acquire) & ZC_BUF_KREF) {
+		/* The kernel may still read these pages: let it keep them and
+		 * take fresh ones ourselves (see the comment at the top). */
+		if (fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)b->off, (off_t)b->cap) == 0) {
+			detached = true;
+		} else {
+			/* Cannot detach: never reuse this memory. */
+			pthread_mutex_lock(&p->lock);
+			p->st.bytes_in_use -= b->cap;
+			pthread_mutex_unlock(&p->lock);
+			free(b);
+			zc_pool_put(p);
+			return;
+		}
+	}
+	pthread_mutex_lock(&p->lock);
+	p->st.bytes_in_use -= b->cap;
+	if (detached)
+		p->st.detaches++;
+	if (npg <= ZC_POOL_CACHE_CLASSES &&
+	    p->cache_n[npg - 1] < ZC_POOL_CACHE_DEPTH) {
+		p->cache[npg - 1][p->cache_n[npg - 1]++] = b;
+		b = NULL;
+	} else {
+		mark_pages(p, b->off / ZC_PAGE_SIZE, npg, false);
+	}
+	pthread_mutex_unlock(&p->lock);
+	free(b);
+	zc_pool_put(p);
+}
+
+/* -------------------------------------------------------- life cycle */
+
+void zc_pool_get(zc_pool *pool)
+{
+	atomic_fetch_add_explicit(&pool->refs, 1, memory_order_relaxed);
+}
+
+void zc_pool_put(zc_pool *p)
+{
+	if (!p || atomic_fetch_sub_explicit(&p->refs, 1,
+					    memory_order_acq_rel) != 1)
+		return;
+	if (p->bitmap)
+		flush_cache(p);
+	if (p->base)
+		munmap(p->base, p->size);
+	close(p->fd);
+	if (p->ro_fd >= 0)
+		close(p->ro_fd);
+	free(p->bitmap);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+void zc_pool_destroy(zc_pool *pool)
+{
+	zc_pool_put(pool);
+}
+
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static zc_pool *default_pool;
+static int default_err;
+
+static void default_pool_init(void)
+{
+	default_err = zc_pool_create(ZC_POOL_DEFAULT_SIZE, &default_pool);
+}
+
+zc_pool *zc_default_pool(void)
+{
+	pthread_once(&default_once, default_pool_init);
+	if (!default_pool)
+		errno = -default_err;
+	return default_pool;
+}
+
+uint64_t zc_pool_id(const zc_pool *pool)
+{
+	return pool ? pool->id : 0;
+}
+
+int zc_pool_fd(const zc_pool *pool)
+{
+	return pool ? pool->fd : -EINVAL;
+}
+
+size_t zc_pool_size(const zc_pool *pool)
+{
+	return pool ? pool->size : 0;
+}
+
+int zc_pool_is_owner(const zc_pool *pool)
+{
+	return pool && pool->owner;
+}
+
+void zc_pool_stats(const zc_pool *pool, struct zc_pool_stats *st)
+{
+	zc_pool *p = (zc_pool *)pool;
+
+	if (!st)
+		return;
+	if (!p) {
+		memset(st, 0, sizeof(*st));
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	*st = p->st;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ------------------------------------------------------------ sharing */
+
+#define ZC_POOL_MSG_MAGIC 0x4c50435au	/* "ZCPL" */
+
+struct pool_msg {
+	uint32_t magic;
+	uint32_t pad;
+	uint64_t id;
+	uint64_t size;
+};
+
+/*
+ * The descriptor peers get: a read-only reopening of the memfd, so that a
+ * peer can neither write() to it nor map it writable (mprotect fails with
+ * EACCES).  The owner keeps writing through its own earlier mapping.  If
+ * /proc is not mounted the read-write descriptor is sent; peers still map
+ * read-only, but that is then a convention rather than enforced.
+ */
+static int pool_share_fd(zc_pool *p)
+{
+	char path[64];
+
+	if (!p->owner)
+		return p->fd;
+	pthread_mutex_lock(&p->lock);
+	if (p->ro_fd < 0) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", p->fd);
+		p->ro_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return p->ro_fd >= 0 ? p->ro_fd : p->fd;
+}
+
+int zc_pool_send(int sock, const zc_pool *pool)
+{
+	int fd;
+
+	struct pool_msg m = { ZC_POOL_MSG_MAGIC, 0, 0, 0 };
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { 0 };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	if (!pool || sock < 0)
+		return pool ? -EBADF : -EINVAL;
+	m.id = pool->id;
+	m.size = pool->size;
+	memset(cbuf, 0, sizeof(cbuf));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	fd = pool_share_fd((zc_pool *)pool);
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)sizeof(m) ? 0 : -EPROTO;
+}
+
+/* Close every descriptor a message carried (on any error path). */
+static void close_passed_fds(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfd; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			close(fd);
+		}
+	}
+}
+
+int zc_pool_recv(int sock, zc_pool **out)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct pool_msg m;
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { 0 };
+	struct cmsghdr *c;
+	ssize_t n;
+	int fd, err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (sock < 0)
+		return -EBADF;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -EPIPE;
+	c = CMSG_FIRSTHDR(&mh);
+	if (n != (ssize_t)sizeof(m) || m.magic != ZC_POOL_MSG_MAGIC ||
+	    (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || !c ||
+	    c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(sizeof(int)) || CMSG_NXTHDR(&mh, c)) {
+		close_passed_fds(&mh);
+		return -EPROTO;
+	}
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	err = zc_pool_import_fd(fd, out);
+	if (err == 0 && ((*out)->id != m.id || (*out)->size != m.size)) {
+		zc_pool_put(*out);
+		*out = NULL;
+		return -EPROTO;	/* zc_pool_put closed fd */
+	}
+	if (err)
+		close(fd);
+	return err;
+}
