@@ -56,7 +56,14 @@ run_meson_suite() { # suite-name flavour builddir
 	counts=$(awk '
 		/^Summary of Failures/ { exit }	# failures are listed twice
 		/^ *[0-9]+\/[0-9]+ / {
-			st = $3
+			# "3/17 zcstack:gds / test_gds OK ..." or "3/3 name OK":
+			# the status is the first field that is one.
+			st = ""
+			for (i = 3; i <= NF; i++)
+				if ($i ~ /^(OK|FAIL|EXPECTEDFAIL|UNEXPECTEDPASS|TIMEOUT|SKIP|ERROR)$/) {
+					st = $i
+					break
+				}
 			n = 1; a = -1; b = -1
 			if (match($0, /[0-9]+ subtests passed/))
 				n = substr($0, RSTART, RLENGTH) + 0
