@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SITE=build/demo-site
-SERVER=build/server/zcdemo
+SERVER=build/server/zchttpd
 LISTEN=${ZC_DEMO_LISTEN:-127.0.0.1:8080}
 
 # Deterministic content: the line "zcstack demo <name> line <n>" repeated,
@@ -52,10 +52,9 @@ if [ "${1:-}" = "--site-only" ]; then
 fi
 
 if [ ! -x "$SERVER" ]; then
-	echo "error: $SERVER is not built yet (the demo server is not part of the tree yet);" >&2
-	echo "       the demo site is ready in $SITE" >&2
+	echo "error: $SERVER is not built (run make)" >&2
 	exit 1
 fi
 
-echo "serving demo on http://$LISTEN/"
-exec "$SERVER" --root "$SITE" --listen "$LISTEN"
+echo "serving demo on http://$LISTEN/ (status: http://$LISTEN/.zc/status; Ctrl-C stops)"
+exec "$SERVER" --root "$SITE" --listen "$LISTEN" --access-log -

@@ -1,0 +1,24 @@
+/* access_log.h - Combined Log Format, buffered per worker. */
+#ifndef ZC_ACCESS_LOG_H
+#define ZC_ACCESS_LOG_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "http_parser.h"
+
+struct access_log;
+
+/* Open `path` for appending ("-" = standard output).  NULL path: logging
+ * off, and every call below is a no-op. */
+int access_log_open(const char *path, struct access_log **out);
+/* One line; req NULL for a request that could not be parsed. */
+void access_log_request(struct access_log *log,
+			const struct sockaddr_storage *peer,
+			const struct http_request *req, int status,
+			uint64_t bytes);
+/* Write out what is buffered (called before the loop sleeps). */
+void access_log_flush(struct access_log *log);
+void access_log_close(struct access_log *log);
+
+#endif

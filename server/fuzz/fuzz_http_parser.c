@@ -1,0 +1,271 @@
+/*
+ * fuzz_http_parser.c - libFuzzer target: the request parser, and what the
+ * server does with a parsed request (URI, Range, HTTP-date).
+ *
+ * Besides "no crash, no sanitizer report", it asserts the parser's
+ * contract:
+ *   - the return value is ERROR, INCOMPLETE or 0 < n <= size;
+ *   - an error is one of the five status codes and has a reason;
+ *   - every pointer in a parsed request lies inside the head it returned;
+ *   - feeding the input in pieces (two split points, then the rest; and
+ *     byte by byte for short inputs) gives exactly the all-at-once result;
+ *   - the buffer may move between calls (we parse a second copy);
+ *   - the normalized path is relative, without "."/".." or empty segments;
+ *   - a satisfiable range lies inside the file;
+ *   - a parsed HTTP-date formats and parses back to the same second.
+ * Small limits, so the 414/431 paths are reached at fuzzing sizes.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_parser.h"
+#include "uri.h"
+
+#define CHECK(x) \
+	do { \
+		if (!(x)) { \
+			fprintf(stderr, "%s:%d: invariant failed: %s\n", \
+				__FILE__, __LINE__, #x); \
+			abort(); \
+		} \
+	} while (0)
+
+#define MAX_FIELDS 8
+static const struct http_limits lim = { 256, MAX_FIELDS, 1024 };
+
+struct result {
+	ssize_t ret;
+	struct http_request req;
+	struct http_header slots[MAX_FIELDS];
+};
+
+static void check_str(struct http_str s, const char *base, size_t n)
+{
+	if (!s.p) {
+		CHECK(s.len == 0);
+		return;
+	}
+	CHECK(s.p >= base && s.p <= base + n);
+	CHECK(s.len <= (size_t)(base + n - s.p));
+}
+
+static void check_result(const struct result *r, const char *buf, size_t size)
+{
+	const struct http_request *q = &r->req;
+	size_t i, n;
+
+	CHECK(r->ret == HTTP_PARSE_ERROR || r->ret == HTTP_PARSE_INCOMPLETE ||
+	      (r->ret > 0 && (size_t)r->ret <= size));
+	if (r->ret == HTTP_PARSE_ERROR) {
+		CHECK(q->error == 400 || q->error == 414 || q->error == 431 ||
+		      q->error == 501 || q->error == 505);
+		CHECK(q->why != NULL);
+		return;
+	}
+	if (r->ret < 0)
+		return;
+	n = (size_t)r->ret;
+	CHECK(q->error == HTTP_OK);
+	CHECK(buf[n - 1] == '\n');
+	CHECK(q->minor == 0 || q->minor == 1);
+	CHECK(q->num_headers <= lim.max_headers);
+	CHECK(q->method_str.len >= 1 && q->method_str.len <= 16);
+	check_str(q->method_str, buf, n);
+	check_str(q->target, buf, n);
+	check_str(q->path, buf, n);
+	check_str(q->authority, buf, n);
+	check_str(q->host, buf, n);
+	check_str(q->if_none_match, buf, n);
+	check_str(q->if_modified_since, buf, n);
+	check_str(q->range, buf, n);
+	check_str(q->expect, buf, n);
+	CHECK(q->target.len > 0);
+	if (q->minor == 1)
+		CHECK(q->host.p != NULL);
+	CHECK(!((q->flags & HTTP_F_CHUNKED) && (q->flags & HTTP_F_CONTENT_LENGTH)));
+	for (i = 0; i < q->num_headers; i++) {
+		check_str(q->headers[i].name, buf, n);
+		check_str(q->headers[i].value, buf, n);
+		CHECK(q->headers[i].name.len > 0);
+		CHECK(!memchr(q->headers[i].value.p, '\0', q->headers[i].value.len));
+		CHECK(!memchr(q->headers[i].value.p, '\r', q->headers[i].value.len));
+		CHECK(!memchr(q->headers[i].value.p, '\n', q->headers[i].value.len));
+	}
+}
+
+#define OFF(s, base) ((s).p ? (s).p - (base) : -1)
+
+static int same_str(struct http_str a, const char *ba, struct http_str b,
+		    const char *bb)
+{
+	return a.len == b.len && OFF(a, ba) == OFF(b, bb);
+}
+
+/* a parsed from buffer ba, b from bb (possibly another copy). */
+static void check_same(const struct result *a, const char *ba,
+		       const struct result *b, const char *bb)
+{
+	const struct http_request *x = &a->req, *y = &b->req;
+	size_t i;
+
+	CHECK(a->ret == b->ret);
+	if (a->ret == HTTP_PARSE_ERROR)
+		CHECK(x->error == y->error);
+	if (a->ret <= 0)
+		return;
+	CHECK(x->method == y->method && x->form == y->form &&
+	      x->minor == y->minor && x->flags == y->flags &&
+	      x->num_headers == y->num_headers);
+	CHECK(!(x->flags & HTTP_F_CONTENT_LENGTH) ||
+	      x->content_length == y->content_length);
+	CHECK(same_str(x->method_str, ba, y->method_str, bb));
+	CHECK(same_str(x->target, ba, y->target, bb));
+	CHECK(same_str(x->path, ba, y->path, bb));
+	CHECK(same_str(x->authority, ba, y->authority, bb));
+	CHECK(same_str(x->host, ba, y->host, bb));
+	CHECK(same_str(x->range, ba, y->range, bb));
+	CHECK(same_str(x->if_none_match, ba, y->if_none_match, bb));
+	CHECK(same_str(x->if_modified_since, ba, y->if_modified_since, bb));
+	CHECK(same_str(x->expect, ba, y->expect, bb));
+	for (i = 0; i < x->num_headers; i++) {
+		CHECK(same_str(x->headers[i].name, ba, y->headers[i].name, bb));
+		CHECK(same_str(x->headers[i].value, ba, y->headers[i].value, bb));
+	}
+}
+
+/* Feed buf[0..size) growing through the given prefix lengths. */
+static void parse_pieces(struct result *r, const char *buf, size_t size,
+			 const size_t *cuts, size_t ncuts)
+{
+	struct http_parser p;
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->req.headers = r->slots;
+	http_parser_init(&p);
+	for (i = 0; i < ncuts; i++) {
+		r->ret = http_parse_request(&p, buf, cuts[i], &lim, &r->req);
+		if (r->ret != HTTP_PARSE_INCOMPLETE)
+			return;
+	}
+	r->ret = http_parse_request(&p, buf, size, &lim, &r->req);
+}
+
+static void check_uri(const struct http_request *q)
+{
+	char out[512];
+	struct uri_path up;
+	enum uri_error e;
+	size_t i;
+
+	if (q->form != HTTP_T_ORIGIN && q->form != HTTP_T_ABSOLUTE)
+		return;
+	e = uri_normalize_path(q->path.p ? q->path.p : "", q->path.len, out,
+			       sizeof(out), &up);
+	CHECK(e == URI_OK || e == URI_E_BAD || e == URI_E_TOO_LONG);
+	if (e != URI_OK)
+		return;
+	CHECK(strlen(out) == up.len);
+	CHECK(up.len == 0 || (out[0] != '/' && out[up.len - 1] != '/'));
+	CHECK(!strstr(out, "//"));
+	for (i = 0; i < up.len; i++)
+		CHECK((unsigned char)out[i] >= 0x20 && out[i] != 0x7f);
+	CHECK(strcmp(out, ".") != 0 && strcmp(out, "..") != 0);
+	CHECK(strncmp(out, "../", 3) != 0 && strncmp(out, "./", 2) != 0);
+	CHECK(!strstr(out, "/../") && !strstr(out, "/./"));
+	CHECK(up.len < 2 || strcmp(out + up.len - 2, "/.") != 0);
+	CHECK(up.len < 3 || strcmp(out + up.len - 3, "/..") != 0);
+}
+
+static void check_range(const char *v, size_t n, uint64_t size)
+{
+	uint64_t start = 0, len = 0;
+	enum http_range_result r = http_range_parse(v, n, size, &start, &len);
+
+	CHECK(r == HTTP_RANGE_IGNORE || r == HTTP_RANGE_OK ||
+	      r == HTTP_RANGE_UNSATISFIABLE);
+	if (r == HTTP_RANGE_OK)
+		CHECK(len > 0 && start < size && len <= size - start);
+}
+
+static void check_date(const char *v, size_t n)
+{
+	/* A fixed "now" (2025-01-01): results must not depend on the clock. */
+	const int64_t now = 1735689600;
+	char buf[HTTP_DATE_LEN + 1];
+	int64_t t, t2;
+
+	if (http_date_parse_at(v, n, now, &t) != 0)
+		return;
+	CHECK(http_date_format(t, buf) == HTTP_DATE_LEN);
+	CHECK(strlen(buf) == HTTP_DATE_LEN);
+	CHECK(http_date_parse_at(buf, HTTP_DATE_LEN, now, &t2) == 0 && t2 == t);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct result all, piece, moved;
+	const char *buf = (const char *)data;
+	char *copy;
+	size_t cuts[2], i;
+
+	parse_pieces(&all, buf, size, NULL, 0);
+	check_result(&all, buf, size);
+
+	/* Two split points chosen by the input itself, then the rest. */
+	cuts[0] = size ? data[0] % (size + 1) : 0;
+	cuts[1] = size ? cuts[0] + (size - cuts[0]) / 2 : 0;
+	parse_pieces(&piece, buf, size, cuts, 2);
+	check_same(&all, buf, &piece, buf);
+
+	/* Byte by byte, on a copy that moves after every call. */
+	if (size <= 2048) {
+		struct http_parser p;
+		char *a = malloc(size + 1), *b = malloc(size + 1);
+
+		CHECK(a && b);
+		memcpy(a, buf, size);
+		memcpy(b, buf, size);
+		memset(&moved, 0, sizeof(moved));
+		moved.req.headers = moved.slots;
+		http_parser_init(&p);
+		moved.ret = HTTP_PARSE_INCOMPLETE;
+		for (i = 1; i <= size && moved.ret == HTTP_PARSE_INCOMPLETE; i++) {
+			char *t = a;
+
+			moved.ret = http_parse_request(&p, a, i, &lim, &moved.req);
+			a = b;	/* the bytes stay, the address changes */
+			b = t;
+		}
+		/* moved.req points into b (the buffer of the last call) */
+		check_same(&all, buf, &moved, b);
+		free(a);
+		free(b);
+	}
+
+	if (all.ret > 0) {
+		const struct http_request *q = &all.req;
+
+		check_uri(q);
+		if (q->range.p) {
+			check_range(q->range.p, q->range.len, 0);
+			check_range(q->range.p, q->range.len, 1000);
+			check_range(q->range.p, q->range.len, UINT64_MAX);
+		}
+		if (q->if_modified_since.p)
+			check_date(q->if_modified_since.p, q->if_modified_since.len);
+	}
+
+	/* The raw input as a Range and an HTTP-date value too: a short cut
+	 * for the fuzzer to these parsers. */
+	copy = malloc(size ? size : 1);
+	CHECK(copy);
+	memcpy(copy, data, size);
+	check_range(copy, size, size * 7);
+	check_date(copy, size);
+	free(copy);
+	return 0;
+}

@@ -1,0 +1,619 @@
+/*
+ * http_parser.c - the HTTP/1.x request-head parser (see http_parser.h).
+ *
+ * Two layers:
+ *
+ *   1. The scanner (http_parse_request) finds line ends in the bytes that
+ *      are new since the last call, enforces the limits the moment a line
+ *      completes, and checks the syntax of every completed line once before
+ *      returning "incomplete".  It keeps offsets only.
+ *   2. When the empty line arrives, finish() parses the head from the start
+ *      into the request: request line, then every field into its slot, then
+ *      the semantics (Host, framing, Connection, ...) over the slots.
+ *
+ * Why check syntax in layer 1 at all, when layer 2 re-parses everything?
+ * So that garbage is answered as soon as its line ends instead of after a
+ * timeout, and so that errors come out in one order no matter how the bytes
+ * were split: line by line, each line's limits before its syntax, all
+ * syntax before any semantics.  A limit error is reported only after the
+ * lines before it are known to be valid (limit_error()), which is exactly
+ * what a byte-by-byte caller would have seen.  In the common case (the
+ * whole head in one read) layer 1 only runs memchr over the bytes.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "http_parser.h"
+
+/* Empty lines skipped before the request line; more is 400. */
+#define MAX_LEADING_EMPTY 4
+/* Longest method token; longer is 501. */
+#define MAX_METHOD 16
+
+/* ------------------------------------------------------ character classes */
+
+/* tchar (RFC 9110 5.6.2): the characters of methods and field names. */
+static const unsigned char tchar[256] = {
+	['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+	['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+	['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+	['`'] = 1, ['|'] = 1, ['~'] = 1,
+};
+
+/* uri-host [":" port]: reg-name / IP-literal / IPv4 characters.  Anything
+ * that could change the meaning of a host name downstream ('/', '@', '\',
+ * whitespace, quotes) is out. */
+static const unsigned char hostchar[256] = {
+	['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+	['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['!'] = 1, ['$'] = 1,
+	['&'] = 1, ['\''] = 1, ['('] = 1, [')'] = 1, ['*'] = 1, ['+'] = 1,
+	[','] = 1, [';'] = 1, ['='] = 1, [':'] = 1, ['['] = 1, [']'] = 1,
+	['%'] = 1,
+};
+
+/* VCHAR or obs-text: field-value characters other than SP/HTAB, and the
+ * characters we accept in a request-target. */
+static inline int is_vchar(unsigned char c)
+{
+	return c > 0x20 && c != 0x7f;
+}
+
+static inline int is_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static inline unsigned char lower(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+/* ASCII case-insensitive equality of s[0..n) with the lower-case `lc`. */
+static int lc_eq(const char *s, size_t n, const char *lc)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (lc[i] == '\0' || lower((unsigned char)s[i]) != (unsigned char)lc[i])
+			return 0;
+	return lc[n] == '\0';
+}
+
+static int str_eq(struct http_str a, struct http_str b)
+{
+	return a.len == b.len && memcmp(a.p, b.p, a.len) == 0;
+}
+
+/* -------------------------------------------------------------- methods */
+
+static const char *const method_names[] = {
+	[HTTP_M_OTHER] = "OTHER", [HTTP_M_GET] = "GET",
+	[HTTP_M_HEAD] = "HEAD", [HTTP_M_POST] = "POST", [HTTP_M_PUT] = "PUT",
+	[HTTP_M_DELETE] = "DELETE", [HTTP_M_OPTIONS] = "OPTIONS",
+	[HTTP_M_TRACE] = "TRACE", [HTTP_M_CONNECT] = "CONNECT",
+	[HTTP_M_PATCH] = "PATCH",
+};
+
+const char *http_method_name(enum http_method m)
+{
+	if ((unsigned)m >= sizeof(method_names) / sizeof(method_names[0]))
+		return "OTHER";
+	return method_names[m];
+}
+
+/* Methods are case-sensitive (RFC 9110 9.1): "get" is HTTP_M_OTHER. */
+static enum http_method method_lookup(const char *s, size_t n)
+{
+	enum http_method m;
+
+	for (m = HTTP_M_GET; m <= HTTP_M_PATCH; m++)
+		if (strlen(method_names[m]) == n && memcmp(s, method_names[m], n) == 0)
+			return m;
+	return HTTP_M_OTHER;
+}
+
+/* ---------------------------------------------------------- request line */
+
+#define FAIL(code, reason) \
+	do { \
+		*why = (reason); \
+		return (code); \
+	} while (0)
+
+static int valid_host(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!hostchar[(unsigned char)s[i]])
+			return 0;
+	return 1;
+}
+
+static enum http_error parse_target(const char *s, size_t n,
+				    struct http_request *r, const char **why)
+{
+	size_t i, a;
+
+	for (i = 0; i < n; i++)
+		if (!is_vchar((unsigned char)s[i]))
+			FAIL(HTTP_E_BAD_REQUEST, "bad character in request-target");
+	r->target = (struct http_str){ s, n };
+	r->path = (struct http_str){ NULL, 0 };
+	r->authority = (struct http_str){ NULL, 0 };
+
+	if (s[0] == '/') {
+		if (r->method == HTTP_M_CONNECT)
+			FAIL(HTTP_E_BAD_REQUEST, "CONNECT needs authority-form");
+		r->form = HTTP_T_ORIGIN;
+		r->path = r->target;
+		return HTTP_OK;
+	}
+	if (n == 1 && s[0] == '*') {
+		if (r->method != HTTP_M_OPTIONS)
+			FAIL(HTTP_E_BAD_REQUEST, "'*' target without OPTIONS");
+		r->form = HTTP_T_ASTERISK;
+		return HTTP_OK;
+	}
+	if (r->method == HTTP_M_CONNECT) {
+		/* authority-form = uri-host ":" port */
+		const char *colon = memrchr(s, ':', n);
+		size_t k;
+
+		if (!colon || colon == s || colon == s + n - 1 ||
+		    !valid_host(s, n))
+			FAIL(HTTP_E_BAD_REQUEST, "bad CONNECT target");
+		for (k = colon - s + 1; k < n; k++)
+			if (s[k] < '0' || s[k] > '9')
+				FAIL(HTTP_E_BAD_REQUEST, "bad CONNECT target");
+		r->form = HTTP_T_AUTHORITY;
+		r->authority = r->target;
+		return HTTP_OK;
+	}
+	/* absolute-form: http[s]://authority[/path][?query] */
+	if (n > 7 && lc_eq(s, 7, "http://"))
+		a = 7;
+	else if (n > 8 && lc_eq(s, 8, "https://"))
+		a = 8;
+	else
+		FAIL(HTTP_E_BAD_REQUEST, "bad request-target");
+	for (i = a; i < n && s[i] != '/' && s[i] != '?' && s[i] != '#'; i++)
+		;
+	if (memchr(s + a, '@', i - a))
+		FAIL(HTTP_E_BAD_REQUEST, "userinfo in request-target");
+	if (!valid_host(s + a, i - a))
+		FAIL(HTTP_E_BAD_REQUEST, "bad authority in request-target");
+	r->form = HTTP_T_ABSOLUTE;
+	r->authority = (struct http_str){ s + a, i - a };
+	r->path = (struct http_str){ s + i, n - i };
+	return HTTP_OK;
+}
+
+/* method SP request-target SP HTTP-version, line end excluded. */
+static enum http_error parse_request_line(const char *s, const char *e,
+					  struct http_request *r,
+					  const char **why)
+{
+	const char *q = s, *sp;
+	enum http_error err;
+
+	while (q < e && tchar[(unsigned char)*q])
+		q++;
+	if (q == s || q == e || *q != ' ')
+		FAIL(HTTP_E_BAD_REQUEST, "bad method");
+	if (q - s > MAX_METHOD)
+		FAIL(HTTP_E_NOT_IMPLEMENTED, "method too long");
+	r->method_str = (struct http_str){ s, (size_t)(q - s) };
+	r->method = method_lookup(s, q - s);
+
+	s = q + 1;
+	sp = memchr(s, ' ', e - s);
+	if (!sp || sp == s)
+		FAIL(HTTP_E_BAD_REQUEST, "bad request line");
+	err = parse_target(s, sp - s, r, why);
+	if (err)
+		return err;
+
+	/* HTTP-version = "HTTP" "/" DIGIT "." DIGIT, case-sensitive */
+	s = sp + 1;
+	if (e - s != 8 || memcmp(s, "HTTP/", 5) != 0 || s[6] != '.' ||
+	    s[5] < '0' || s[5] > '9' || s[7] < '0' || s[7] > '9')
+		FAIL(HTTP_E_BAD_REQUEST, "bad HTTP version");
+	if (s[5] != '1' || (s[7] != '0' && s[7] != '1'))
+		FAIL(HTTP_E_VERSION, "unsupported HTTP version");
+	r->minor = s[7] - '0';
+	return HTTP_OK;
+}
+
+/* ---------------------------------------------------------------- fields */
+
+/* field-name ":" OWS field-value OWS, line end excluded. */
+static enum http_error parse_field(const char *s, const char *e,
+				   struct http_header *h, const char **why)
+{
+	const char *q = s, *v, *ve;
+
+	if (is_ows(*s))
+		FAIL(HTTP_E_BAD_REQUEST, "obs-fold (line folding)");
+	while (q < e && tchar[(unsigned char)*q])
+		q++;
+	if (q == e)
+		FAIL(HTTP_E_BAD_REQUEST, "field without colon");
+	if (is_ows(*q))
+		FAIL(HTTP_E_BAD_REQUEST, "whitespace before colon");
+	if (*q != ':' || q == s)
+		FAIL(HTTP_E_BAD_REQUEST, "bad field name");
+	h->name = (struct http_str){ s, (size_t)(q - s) };
+
+	for (v = q + 1; v < e && is_ows(*v); v++)
+		;
+	for (q = v; q < e; q++)
+		if (!is_vchar((unsigned char)*q) && !is_ows(*q))
+			FAIL(HTTP_E_BAD_REQUEST, *q == '\r' ? "bare CR" :
+			     "control character in field value");
+	for (ve = e; ve > v && is_ows(ve[-1]); ve--)
+		;
+	h->value = (struct http_str){ v, (size_t)(ve - v) };
+	return HTTP_OK;
+}
+
+/* Content-Length = 1*DIGIT, at most INT64_MAX (an off_t). */
+static int parse_length(struct http_str v, uint64_t *out)
+{
+	uint64_t x = 0;
+	size_t i;
+
+	if (v.len == 0)
+		return -1;
+	for (i = 0; i < v.len; i++) {
+		unsigned d = (unsigned char)v.p[i] - '0';
+
+		if (d > 9 || x > ((uint64_t)INT64_MAX - d) / 10)
+			return -1;
+		x = x * 10 + d;
+	}
+	*out = x;
+	return 0;
+}
+
+/*
+ * Walk a comma-separated list: next element (OWS trimmed, may be empty) at
+ * *pos; returns 0 at the end of the value.
+ */
+static int next_element(struct http_str v, size_t *pos, struct http_str *el)
+{
+	size_t i = *pos, s, e;
+
+	if (i > v.len)
+		return 0;
+	while (i < v.len && is_ows(v.p[i]))
+		i++;
+	s = i;
+	while (i < v.len && v.p[i] != ',')
+		i++;
+	for (e = i; e > s && is_ows(v.p[e - 1]); e--)
+		;
+	*el = (struct http_str){ v.p + s, e - s };
+	*pos = i + 1;
+	return 1;
+}
+
+static void connection_tokens(struct http_str v, unsigned *flags)
+{
+	struct http_str el;
+	size_t pos = 0;
+
+	while (next_element(v, &pos, &el)) {
+		if (lc_eq(el.p, el.len, "close"))
+			*flags |= HTTP_F_CONN_CLOSE;
+		else if (lc_eq(el.p, el.len, "keep-alive"))
+			*flags |= HTTP_F_CONN_KEEP_ALIVE;
+	}
+}
+
+/* Transfer-Encoding: the final coding must be chunked (else the body length
+ * is unknowable: 400); any coding before it is one we do not decode (501). */
+static enum http_error transfer_coding(struct http_str v, const char **why)
+{
+	struct http_str el, last = { NULL, 0 };
+	size_t pos = 0, n = 0, chunked = 0;
+
+	while (next_element(v, &pos, &el)) {
+		if (el.len == 0)
+			continue;
+		n++;
+		last = el;
+		if (lc_eq(el.p, el.len, "chunked"))
+			chunked++;
+	}
+	if (!last.p || !lc_eq(last.p, last.len, "chunked"))
+		FAIL(HTTP_E_BAD_REQUEST, "Transfer-Encoding does not end in chunked");
+	if (chunked > 1)
+		FAIL(HTTP_E_BAD_REQUEST, "chunked applied twice");
+	if (n > 1)
+		FAIL(HTTP_E_NOT_IMPLEMENTED, "unsupported transfer coding");
+	return HTTP_OK;
+}
+
+/* A field that must appear at most once to mean anything: a repeat drops
+ * it.  `seen` remembers the repeat so a third copy cannot revive it. */
+static void single(struct http_str *f, int *seen, struct http_str v)
+{
+	if (!*seen)
+		*f = v;
+	else
+		*f = (struct http_str){ NULL, 0 };
+	*seen = 1;
+}
+
+static enum http_error semantics(struct http_request *r, const char **why)
+{
+	int hosts = 0, te = 0, inm = 0, ims = 0, range = 0, expect = 0;
+	struct http_str cl = { NULL, 0 }, tev = { NULL, 0 };
+	enum http_error err;
+	size_t i;
+
+	for (i = 0; i < r->num_headers; i++) {
+		struct http_str n = r->headers[i].name, v = r->headers[i].value;
+
+		switch (n.len) {
+		case 4:
+			if (!lc_eq(n.p, n.len, "host"))
+				break;
+			if (++hosts > 1)
+				FAIL(HTTP_E_BAD_REQUEST, "more than one Host");
+			if (!valid_host(v.p, v.len))
+				FAIL(HTTP_E_BAD_REQUEST, "bad Host");
+			if (r->form != HTTP_T_ABSOLUTE)
+				r->host = v;
+			break;
+		case 5:
+			if (lc_eq(n.p, n.len, "range"))
+				single(&r->range, &range, v);
+			break;
+		case 6:
+			if (lc_eq(n.p, n.len, "expect"))
+				single(&r->expect, &expect, v);
+			break;
+		case 10:
+			if (lc_eq(n.p, n.len, "connection"))
+				connection_tokens(v, &r->flags);
+			break;
+		case 13:
+			if (lc_eq(n.p, n.len, "if-none-match"))
+				single(&r->if_none_match, &inm, v);
+			break;
+		case 14:
+			if (!lc_eq(n.p, n.len, "content-length"))
+				break;
+			if (parse_length(v, &r->content_length) < 0)
+				FAIL(HTTP_E_BAD_REQUEST, "bad Content-Length");
+			if (cl.p && !str_eq(cl, v))
+				FAIL(HTTP_E_BAD_REQUEST, "conflicting Content-Length");
+			cl = v;
+			r->flags |= HTTP_F_CONTENT_LENGTH;
+			break;
+		case 17:
+			if (lc_eq(n.p, n.len, "if-modified-since")) {
+				single(&r->if_modified_since, &ims, v);
+			} else if (lc_eq(n.p, n.len, "transfer-encoding")) {
+				if (++te > 1)
+					FAIL(HTTP_E_BAD_REQUEST, "more than one Transfer-Encoding");
+				tev = v;
+			}
+			break;
+		}
+	}
+
+	if (r->minor == 1 && hosts == 0)
+		FAIL(HTTP_E_BAD_REQUEST, "HTTP/1.1 request without Host");
+	if (r->form == HTTP_T_ABSOLUTE)
+		r->host = r->authority;
+	if (te) {
+		if (r->minor == 0)
+			FAIL(HTTP_E_BAD_REQUEST, "Transfer-Encoding in HTTP/1.0");
+		if (r->flags & HTTP_F_CONTENT_LENGTH)
+			FAIL(HTTP_E_BAD_REQUEST, "Content-Length with Transfer-Encoding");
+		err = transfer_coding(tev, why);
+		if (err)
+			return err;
+		r->flags |= HTTP_F_CHUNKED;
+	}
+	/* HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive";
+	 * "close" wins when both are sent. */
+	if (!(r->flags & HTTP_F_CONN_CLOSE) &&
+	    (r->minor == 1 || (r->flags & HTTP_F_CONN_KEEP_ALIVE)))
+		r->flags |= HTTP_F_KEEP_ALIVE;
+	if (r->minor == 1 && r->expect.p &&
+	    lc_eq(r->expect.p, r->expect.len, "100-continue"))
+		r->flags |= HTTP_F_EXPECT_CONTINUE;
+	return HTTP_OK;
+}
+
+/* ------------------------------------------------------------- the parser */
+
+void http_parser_init(struct http_parser *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+/* End of the line whose LF is at buf[lf], a CR before it excluded. */
+static size_t content_end(const char *buf, size_t start, size_t lf)
+{
+	return lf > start && buf[lf - 1] == '\r' ? lf - 1 : lf;
+}
+
+static ssize_t fail(struct http_request *r, enum http_error err,
+		    const char *why)
+{
+	r->error = err;
+	r->why = why;
+	return HTTP_PARSE_ERROR;
+}
+
+/* Check the syntax of the complete lines in buf[p->checked .. to). */
+static enum http_error check_lines(struct http_parser *p, const char *buf,
+				   size_t to, const char **why)
+{
+	struct http_request scratch;
+	struct http_header h;
+	enum http_error err;
+
+	while (p->checked < to) {
+		size_t s = p->checked;
+		size_t lf = (const char *)memchr(buf + s, '\n', to - s) - buf;
+		size_t e = content_end(buf, s, lf);
+
+		memset(&scratch, 0, sizeof(scratch));
+		if (s == p->rl_start)
+			err = parse_request_line(buf + s, buf + e, &scratch, why);
+		else
+			err = parse_field(buf + s, buf + e, &h, why);
+		if (err)
+			return err;
+		p->checked = lf + 1;
+	}
+	return HTTP_OK;
+}
+
+/* A limit was exceeded by the line starting at `upto`: report it only if
+ * everything before that line is valid, else the earlier error. */
+static ssize_t limit_error(struct http_parser *p, const char *buf, size_t upto,
+			   struct http_request *r, enum http_error err,
+			   const char *why)
+{
+	const char *w;
+	enum http_error e = check_lines(p, buf, upto, &w);
+
+	return e ? fail(r, e, w) : fail(r, err, why);
+}
+
+/* The whole head is buf[p->rl_start .. end): parse it into r. */
+static ssize_t finish(struct http_parser *p, const char *buf, size_t end,
+		      struct http_request *r)
+{
+	struct http_header *slots = r->headers;
+	enum http_error err;
+	const char *why = NULL;
+	size_t s, lf;
+
+	memset(r, 0, sizeof(*r));
+	r->headers = slots;
+
+	lf = p->rl_end - 1;
+	err = parse_request_line(buf + p->rl_start,
+				 buf + content_end(buf, p->rl_start, lf), r, &why);
+	if (err)
+		return fail(r, err, why);
+	for (s = p->rl_end; s < end; s = lf + 1) {
+		size_t e;
+
+		lf = (const char *)memchr(buf + s, '\n', end - s) - buf;
+		e = content_end(buf, s, lf);
+		if (e == s)
+			break;	/* the empty line */
+		err = parse_field(buf + s, buf + e, &slots[r->num_headers], &why);
+		if (err)
+			return fail(r, err, why);
+		r->num_headers++;
+	}
+	err = semantics(r, &why);
+	if (err)
+		return fail(r, err, why);
+	return (ssize_t)end;
+}
+
+ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
+			   const struct http_limits *lim,
+			   struct http_request *req)
+{
+	enum http_error err;
+	const char *why;
+	size_t i, n;
+
+	if (len < p->scanned)
+		http_parser_init(p);
+	if (p->done)
+		return finish(p, buf, p->done, req);
+
+	for (i = p->scanned; i < len; ) {
+		const char *nl = memchr(buf + i, '\n', len - i);
+		size_t s = p->line_start, lf, e;
+
+		if (!nl)
+			break;
+		lf = nl - buf;
+		e = content_end(buf, s, lf);
+		i = lf + 1;
+		p->line_start = i;
+		p->scanned = i;
+
+		if (!p->rl_end) {
+			if (e == s) {	/* empty line before the request */
+				if (++p->nempty > MAX_LEADING_EMPTY)
+					return fail(req, HTTP_E_BAD_REQUEST,
+						    "empty lines before request");
+				p->rl_start = p->checked = i;
+				continue;
+			}
+			if (e - s > lim->max_request_line)
+				return fail(req, HTTP_E_URI_TOO_LONG,
+					    "request line too long");
+			p->rl_end = i;
+			continue;
+		}
+		if (i - p->rl_end > lim->max_head_bytes)
+			return limit_error(p, buf, s, req, HTTP_E_HEADERS_TOO_LARGE,
+					   "header section too large");
+		if (e == s) {
+			p->done = i;
+			return finish(p, buf, i, req);
+		}
+		if (++p->nfields > lim->max_headers)
+			return limit_error(p, buf, s, req, HTTP_E_HEADERS_TOO_LARGE,
+					   "too many header fields");
+	}
+	p->scanned = len;
+
+	/* Incomplete: check the lines that did complete, then whether the
+	 * line still open already breaks a limit (it will only grow). */
+	err = check_lines(p, buf, p->line_start, &why);
+	if (err)
+		return fail(req, err, why);
+	if (!p->rl_end) {
+		n = len - p->line_start;
+		if (n && buf[len - 1] == '\r')
+			n--;	/* may be the CR of a CRLF */
+		if (n > lim->max_request_line)
+			return fail(req, HTTP_E_URI_TOO_LONG,
+				    "request line too long");
+	} else if (len - p->rl_end >= lim->max_head_bytes) {
+		/* at least one more byte (an LF) must come */
+		return fail(req, HTTP_E_HEADERS_TOO_LARGE,
+			    "header section too large");
+	}
+	return HTTP_PARSE_INCOMPLETE;
+}
+
+const struct http_header *http_find_header(const struct http_request *req,
+					   const char *name)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < req->num_headers; i++) {
+		const struct http_header *h = &req->headers[i];
+		size_t k;
+
+		if (h->name.len != n)
+			continue;
+		for (k = 0; k < n; k++)
+			if (lower((unsigned char)h->name.p[k]) !=
+			    lower((unsigned char)name[k]))
+				break;
+		if (k == n)
+			return h;
+	}
+	return NULL;
+}

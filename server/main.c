@@ -1,0 +1,305 @@
+/*
+ * main.c - zchttpd's master process.
+ *
+ * The master parses the options, opens the document root and one
+ * SO_REUSEPORT listening socket per worker (so "address in use" is reported
+ * once, at start, and privileges can be dropped right after binding), then
+ * forks the workers and supervises them:
+ *
+ *   SIGTERM, SIGINT   graceful stop: workers finish in-flight responses
+ *                     (bounded by --shutdown-timeout), then everyone exits.
+ *   SIGHUP            reload: re-read the options and --config file, start a
+ *                     new generation of workers on the same sockets (no
+ *                     connection is refused meanwhile), stop the old one
+ *                     gracefully.  The listen address cannot change.
+ *   a worker dies     it is replaced (at most 10 times a minute, then the
+ *                     master gives up and stops: a crash loop is a bug to
+ *                     report, not to hide).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "listen.h"
+#include "options.h"
+#include "worker.h"
+
+struct master {
+	struct options opt;
+	int argc;
+	char **argv;
+	int rootfd;
+	int nworkers;
+	int lfds[ZCHTTPD_MAX_WORKERS];
+	pid_t pids[ZCHTTPD_MAX_WORKERS];	/* current generation */
+	pid_t old[4 * ZCHTTPD_MAX_WORKERS];	/* stopping generations */
+	struct worker_stats *stats;
+	bool stopping;
+	time_t restart_window;
+	int restarts;
+};
+
+static pid_t spawn(struct master *m, int i)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	/* Child: only our own listening socket stays open. */
+	for (int j = 0; j < m->nworkers; j++)
+		if (j != i)
+			close(m->lfds[j]);
+	struct worker *w = calloc(1, sizeof(*w));
+	if (!w)
+		_exit(1);
+	w->cfg = &m->opt.cfg;
+	w->index = i;
+	w->lfd = m->lfds[i];
+	w->rootfd = m->rootfd;
+	w->stats = &m->stats[i];
+	w->all_stats = m->stats;
+	w->nworkers = m->nworkers;
+	int err = worker_run(w);
+	if (err)
+		fprintf(stderr, "zchttpd: worker %d: %s\n", i, strerror(-err));
+	_exit(err ? 1 : 0);
+}
+
+static int open_root(const char *root)
+{
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		fprintf(stderr, "zchttpd: --root %s: %s\n", root,
+			strerror(errno));
+	return fd;
+}
+
+static int drop_privileges(const char *user)
+{
+	struct passwd *pw = getpwnam(user);
+
+	if (!pw) {
+		fprintf(stderr, "zchttpd: --user %s: no such user\n", user);
+		return -1;
+	}
+	if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 ||
+	    setuid(pw->pw_uid) < 0) {
+		fprintf(stderr, "zchttpd: --user %s: %s\n", user,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void remember_old(struct master *m, pid_t pid)
+{
+	for (size_t i = 0; i < sizeof(m->old) / sizeof(m->old[0]); i++) {
+		if (!m->old[i]) {
+			m->old[i] = pid;
+			return;
+		}
+	}
+}
+
+static bool forget_old(struct master *m, pid_t pid)
+{
+	for (size_t i = 0; i < sizeof(m->old) / sizeof(m->old[0]); i++) {
+		if (m->old[i] == pid) {
+			m->old[i] = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void stop_all(struct master *m)
+{
+	m->stopping = true;
+	for (int i = 0; i < m->nworkers; i++)
+		if (m->pids[i] > 0)
+			kill(m->pids[i], SIGTERM);
+	for (size_t i = 0; i < sizeof(m->old) / sizeof(m->old[0]); i++)
+		if (m->old[i] > 0)
+			kill(m->old[i], SIGTERM);
+}
+
+static bool any_alive(const struct master *m)
+{
+	for (int i = 0; i < m->nworkers; i++)
+		if (m->pids[i] > 0)
+			return true;
+	for (size_t i = 0; i < sizeof(m->old) / sizeof(m->old[0]); i++)
+		if (m->old[i] > 0)
+			return true;
+	return false;
+}
+
+static void reload(struct master *m)
+{
+	struct options o;
+	int fd;
+
+	if (options_parse(&o, m->argc, m->argv) || o.help || o.version) {
+		fprintf(stderr, "zchttpd: reload refused: bad options\n");
+		return;
+	}
+	if (strcmp(o.cfg.listen, m->opt.cfg.listen) ||
+	    (o.cfg.workers && o.cfg.workers != m->nworkers)) {
+		fprintf(stderr, "zchttpd: reload refused: --listen and "
+			"--workers need a restart\n");
+		return;
+	}
+	fd = open_root(o.cfg.root);
+	if (fd < 0)
+		return;
+	close(m->rootfd);
+	m->rootfd = fd;
+	m->opt = o;
+	for (int i = 0; i < m->nworkers; i++) {
+		pid_t old = m->pids[i];
+
+		m->pids[i] = spawn(m, i);
+		if (old > 0) {
+			remember_old(m, old);
+			kill(old, SIGTERM);
+		}
+	}
+	fprintf(stderr, "zchttpd: reloaded\n");
+}
+
+static void reap(struct master *m)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (forget_old(m, pid))
+			continue;
+		for (int i = 0; i < m->nworkers; i++) {
+			if (m->pids[i] != pid)
+				continue;
+			m->pids[i] = 0;
+			if (m->stopping)
+				break;
+			fprintf(stderr, "zchttpd: worker %d (pid %d) %s %d; "
+				"restarting it\n", i, (int)pid,
+				WIFSIGNALED(status) ? "killed by signal"
+						    : "exited with",
+				WIFSIGNALED(status) ? WTERMSIG(status)
+						    : WEXITSTATUS(status));
+			if (time(NULL) - m->restart_window > 60) {
+				m->restart_window = time(NULL);
+				m->restarts = 0;
+			}
+			if (++m->restarts > 10) {
+				fprintf(stderr, "zchttpd: workers keep dying; "
+					"stopping\n");
+				stop_all(m);
+				break;
+			}
+			m->pids[i] = spawn(m, i);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct master m;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	char name[80];
+	sigset_t set;
+	long ncpu;
+
+	m.argc = argc;
+	m.argv = argv;
+	if (options_parse(&m.opt, argc, argv)) {
+		options_usage(stderr);
+		return 2;
+	}
+	if (m.opt.help) {
+		options_usage(stdout);
+		return 0;
+	}
+	if (m.opt.version) {
+		printf("zchttpd %s (libzc backend: %s)\n", ZC_VERSION,
+		       zc_backend_name());
+		return 0;
+	}
+	if (listen_parse(m.opt.cfg.listen, &ss, &sslen)) {
+		fprintf(stderr, "zchttpd: --listen %s: not an address\n",
+			m.opt.cfg.listen);
+		return 2;
+	}
+	m.rootfd = open_root(m.opt.cfg.root);
+	if (m.rootfd < 0)
+		return 1;
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	m.nworkers = m.opt.cfg.workers ? m.opt.cfg.workers
+				       : (int)(ncpu > 0 ? ncpu : 1);
+	if (m.nworkers > ZCHTTPD_MAX_WORKERS)
+		m.nworkers = ZCHTTPD_MAX_WORKERS;
+	for (int i = 0; i < m.nworkers; i++) {
+		m.lfds[i] = listen_open(&ss, sslen, 4096);
+		if (m.lfds[i] < 0) {
+			fprintf(stderr, "zchttpd: --listen %s: %s\n",
+				m.opt.cfg.listen, strerror(-m.lfds[i]));
+			return 1;
+		}
+	}
+	if (m.opt.user && drop_privileges(m.opt.user))
+		return 1;
+	m.stats = mmap(NULL, sizeof(*m.stats) * (size_t)m.nworkers,
+		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		       0);
+	if (m.stats == MAP_FAILED) {
+		perror("zchttpd: mmap");
+		return 1;
+	}
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	listen_name(m.lfds[0], name, sizeof(name));
+	fprintf(stderr, "zchttpd: serving %s on http://%s/ with %d worker%s\n",
+		m.opt.cfg.root, name, m.nworkers, m.nworkers > 1 ? "s" : "");
+	for (int i = 0; i < m.nworkers; i++)
+		m.pids[i] = spawn(&m, i);
+
+	while (any_alive(&m)) {
+		siginfo_t si;
+
+		if (sigwaitinfo(&set, &si) < 0)
+			continue;
+		switch (si.si_signo) {
+		case SIGCHLD:
+			reap(&m);
+			break;
+		case SIGHUP:
+			if (!m.stopping)
+				reload(&m);
+			break;
+		default:
+			stop_all(&m);
+			break;
+		}
+	}
+	fprintf(stderr, "zchttpd: stopped\n");
+	return 0;
+}

@@ -1,0 +1,254 @@
+/*
+ * options.c - command line and configuration file.
+ *
+ * The configuration file uses the long option names without dashes, one
+ * per line ("workers 2", "access-log /var/log/zchttpd.log"); '#' starts a
+ * comment.  It is read where --config appears, so later flags override it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+void options_usage(FILE *f)
+{
+	fprintf(f,
+"usage: zchttpd --root DIR [options]\n"
+"\n"
+"  --root DIR                 document root (required)\n"
+"  --listen ADDR              127.0.0.1:8080, [::1]:8080, :8080 (default :8080)\n"
+"  --workers N                worker processes (default: one per core)\n"
+"  --config FILE              read options from FILE (\"name value\" lines)\n"
+"  --access-log FILE          Combined Log Format log, '-' for stdout (default off)\n"
+"  --status-path PATH         status endpoint (default /.zc/status; 'off')\n"
+"  --max-conns N              connections per worker (default 16384)\n"
+"  --header-timeout MS        time to receive a request head (default 10000)\n"
+"  --keepalive-timeout MS     idle time between requests (default 30000)\n"
+"  --send-timeout MS          time a client may stop reading (default 60000)\n"
+"  --shutdown-timeout MS      graceful stop deadline (default 10000)\n"
+"  --max-request-line N       bytes (default 8192; more: 414)\n"
+"  --max-headers N            header fields (default 100, at most 256; more: 431)\n"
+"  --max-header-bytes N       bytes of header fields (default 16384; more: 431)\n"
+"  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
+"  --user NAME                drop privileges to NAME after binding\n"
+"  --help, --version\n");
+}
+
+void options_defaults(struct options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->cfg.listen = ":8080";
+	o->cfg.max_conns = 16384;
+	o->cfg.header_timeout_ms = 10000;
+	o->cfg.keepalive_timeout_ms = 30000;
+	o->cfg.send_timeout_ms = 60000;
+	o->cfg.shutdown_timeout_ms = 10000;
+	o->cfg.status_path = "/.zc/status";
+	o->cfg.limits = (struct http_limits)HTTP_LIMITS_DEFAULT;
+}
+
+static int parse_uint(const char *v, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long x;
+
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || *end || x > max)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+/* Keep strings alive for the process lifetime (options are parsed once per
+ * start or reload; the few bytes are not worth tracking). */
+static const char *keep(const char *s)
+{
+	return strdup(s);
+}
+
+static int read_config(struct options *o, const char *path, int depth);
+
+/* Apply one option; `name` has no leading dashes.  Returns 0, or -1 after
+ * printing what is wrong. */
+static int apply(struct options *o, const char *name, const char *val,
+		 int depth)
+{
+	struct config *c = &o->cfg;
+	unsigned long n;
+
+#define NEED_VAL() do { if (!val) goto missing; } while (0)
+#define NUM(field, max) do { NEED_VAL(); \
+		if (parse_uint(val, (max), &n)) goto bad; \
+		c->field = (typeof(c->field))n; } while (0)
+
+	if (!strcmp(name, "root")) {
+		NEED_VAL();
+		c->root = keep(val);
+	} else if (!strcmp(name, "listen")) {
+		NEED_VAL();
+		c->listen = keep(val);
+	} else if (!strcmp(name, "workers")) {
+		NUM(workers, ZCHTTPD_MAX_WORKERS);
+	} else if (!strcmp(name, "config")) {
+		NEED_VAL();
+		if (depth > 0) {
+			fprintf(stderr, "zchttpd: config files do not nest\n");
+			return -1;
+		}
+		o->config = keep(val);
+		return read_config(o, val, depth + 1);
+	} else if (!strcmp(name, "access-log")) {
+		NEED_VAL();
+		c->access_log = keep(val);
+	} else if (!strcmp(name, "status-path")) {
+		NEED_VAL();
+		if (!strcmp(val, "off"))
+			c->status_path = NULL;
+		else if (val[0] != '/')
+			goto bad;
+		else
+			c->status_path = keep(val);
+	} else if (!strcmp(name, "max-conns")) {
+		NUM(max_conns, 1000000);
+		if (!c->max_conns)
+			goto bad;
+	} else if (!strcmp(name, "header-timeout")) {
+		NUM(header_timeout_ms, 3600000);
+	} else if (!strcmp(name, "keepalive-timeout")) {
+		NUM(keepalive_timeout_ms, 3600000);
+	} else if (!strcmp(name, "send-timeout")) {
+		NUM(send_timeout_ms, 3600000);
+	} else if (!strcmp(name, "shutdown-timeout")) {
+		NUM(shutdown_timeout_ms, 3600000);
+	} else if (!strcmp(name, "max-request-line")) {
+		NUM(limits.max_request_line, 16384);
+		if (c->limits.max_request_line < 16)
+			goto bad;
+	} else if (!strcmp(name, "max-headers")) {
+		NUM(limits.max_headers, 256);	/* worker slot array size */
+	} else if (!strcmp(name, "max-header-bytes")) {
+		NUM(limits.max_head_bytes, 16384);
+	} else if (!strcmp(name, "follow-symlinks-outside")) {
+		if (val)
+			goto bad;
+		c->follow_symlinks_outside = true;
+	} else if (!strcmp(name, "user")) {
+		NEED_VAL();
+		o->user = keep(val);
+	} else {
+		fprintf(stderr, "zchttpd: unknown option '%s'\n", name);
+		return -1;
+	}
+	return 0;
+missing:
+	fprintf(stderr, "zchttpd: option '%s' needs a value\n", name);
+	return -1;
+bad:
+	fprintf(stderr, "zchttpd: bad value '%s' for '%s'\n", val, name);
+	return -1;
+#undef NUM
+#undef NEED_VAL
+}
+
+static int read_config(struct options *o, const char *path, int depth)
+{
+	char line[1024];
+	unsigned lineno = 0;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		fprintf(stderr, "zchttpd: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *name, *val, *e;
+
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			fprintf(stderr, "zchttpd: %s:%u: line too long\n", path,
+				lineno);
+			fclose(f);
+			return -1;
+		}
+		if ((e = strchr(p, '#')))
+			*e = 0;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		e = p + strlen(p);
+		while (e > p && strchr(" \t\r\n", e[-1]))
+			*--e = 0;
+		if (!*p)
+			continue;
+		name = p;
+		val = strpbrk(p, " \t");
+		if (val) {
+			*val++ = 0;
+			while (*val == ' ' || *val == '\t')
+				val++;
+		}
+		if (apply(o, name, val, depth)) {
+			fprintf(stderr, "zchttpd: in %s line %u\n", path, lineno);
+			fclose(f);
+			return -1;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+int options_parse(struct options *o, int argc, char **argv)
+{
+	options_defaults(o);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = NULL;
+		char name[64];
+		const char *eq;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			o->help = true;
+			return 0;
+		}
+		if (!strcmp(a, "--version")) {
+			o->version = true;
+			return 0;
+		}
+		if (strncmp(a, "--", 2) || !a[2]) {
+			fprintf(stderr, "zchttpd: unexpected argument '%s'\n", a);
+			return -1;
+		}
+		a += 2;
+		eq = strchr(a, '=');
+		if (eq) {
+			if ((size_t)(eq - a) >= sizeof(name))
+				goto unknown;
+			memcpy(name, a, (size_t)(eq - a));
+			name[eq - a] = 0;
+			val = eq + 1;
+		} else {
+			if (strlen(a) >= sizeof(name))
+				goto unknown;
+			strcpy(name, a);
+			if (strcmp(name, "follow-symlinks-outside") &&
+			    i + 1 < argc)
+				val = argv[++i];
+		}
+		if (apply(o, name, val, 0))
+			return -1;
+		continue;
+unknown:
+		fprintf(stderr, "zchttpd: unknown option '%s'\n", argv[i]);
+		return -1;
+	}
+	if (!o->cfg.root) {
+		fprintf(stderr, "zchttpd: --root DIR is required\n");
+		return -1;
+	}
+	return 0;
+}

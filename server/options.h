@@ -1,0 +1,23 @@
+/* options.h - zchttpd's command line and configuration file. */
+#ifndef ZC_OPTIONS_H
+#define ZC_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "zchttpd.h"
+
+struct options {
+	struct config cfg;
+	const char *config;	/* --config FILE, re-read on SIGHUP */
+	const char *user;	/* --user NAME */
+	bool help, version;
+};
+
+void options_defaults(struct options *o);
+/* Parse argv (and any --config file).  Returns 0, or -1 after printing
+ * the problem to stderr (the caller prints usage and exits 2). */
+int options_parse(struct options *o, int argc, char **argv);
+void options_usage(FILE *f);
+
+#endif

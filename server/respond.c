@@ -1,0 +1,140 @@
+/*
+ * respond.c - response heads, reason phrases, small error pages, and the
+ * Date header (formatted once per second, not per response).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "http_parser.h"
+#include "respond.h"
+
+static char date_buf[HTTP_DATE_LEN + 1];
+static time_t date_sec = -1;
+
+void resp_clock_tick(void)
+{
+	time_t now = time(NULL);
+
+	if (now != date_sec) {
+		date_sec = now;
+		http_date_format((int64_t)now, date_buf);
+	}
+}
+
+const char *resp_date(void)
+{
+	if (date_sec < 0)
+		resp_clock_tick();
+	return date_buf;
+}
+
+const char *resp_reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 304: return "Not Modified";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 412: return "Precondition Failed";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 416: return "Range Not Satisfiable";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Unknown";
+	}
+}
+
+static void append(struct resp_head *h, const char *s, size_t n)
+{
+	if (h->overflow || n > RESP_HEAD_MAX - h->len) {
+		h->overflow = true;
+		return;
+	}
+	memcpy(h->buf + h->len, s, n);
+	h->len += n;
+}
+
+static void appendz(struct resp_head *h, const char *s)
+{
+	append(h, s, strlen(s));
+}
+
+void resp_begin(struct resp_head *h, int status)
+{
+	char line[64];
+	int n;
+
+	h->len = 0;
+	h->overflow = false;
+	n = snprintf(line, sizeof(line), "HTTP/1.1 %d %s\r\n", status,
+		     resp_reason(status));
+	append(h, line, (size_t)n);
+	resp_add(h, "Server", "zchttpd");
+	resp_add(h, "Date", resp_date());
+}
+
+void resp_add(struct resp_head *h, const char *name, const char *value)
+{
+	appendz(h, name);
+	append(h, ": ", 2);
+	appendz(h, value);
+	append(h, "\r\n", 2);
+}
+
+void resp_addf(struct resp_head *h, const char *name, const char *fmt, ...)
+{
+	char v[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(v, sizeof(v), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(v)) {
+		h->overflow = true;
+		return;
+	}
+	resp_add(h, name, v);
+}
+
+void resp_end(struct resp_head *h, bool keep_alive)
+{
+	resp_add(h, "Connection", keep_alive ? "keep-alive" : "close");
+	append(h, "\r\n", 2);
+}
+
+int resp_error(zc_agg *out, int status, bool head_only, bool keep_alive,
+	       const char *extra_header)
+{
+	struct resp_head h;
+	char body[256];
+	int n;
+
+	n = snprintf(body, sizeof(body),
+		     "<!DOCTYPE html>\n<html><head><title>%d %s</title></head>"
+		     "<body><h1>%d %s</h1></body></html>\n",
+		     status, resp_reason(status), status, resp_reason(status));
+	resp_begin(&h, status);
+	resp_add(&h, "Content-Type", "text/html; charset=utf-8");
+	resp_addf(&h, "Content-Length", "%d", n);
+	if (extra_header)
+		append(&h, extra_header, strlen(extra_header));
+	resp_end(&h, keep_alive);
+	if (!head_only)
+		append(&h, body, (size_t)n);
+	if (h.overflow)
+		return -1;
+	return zc_agg_append_bytes(out, NULL, h.buf, h.len);
+}

@@ -1,0 +1,137 @@
+/*
+ * status.c - the status endpoint: counters of every worker, summed, as JSON
+ * (default) or Prometheus text (?format=prometheus).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "respond.h"
+#include "zchttpd.h"
+
+bool status_matches(const struct worker *w, const struct http_request *req)
+{
+	const char *sp = w->cfg->status_path;
+	size_t n, plen = req->path.len;
+	const char *q = memchr(req->path.p, '?', req->path.len);
+
+	if (!sp)
+		return false;
+	if (q)
+		plen = (size_t)(q - req->path.p);
+	n = strlen(sp);
+	return plen == n && memcmp(req->path.p, sp, n) == 0;
+}
+
+static void sum(const struct worker *w, struct worker_stats *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < w->nworkers; i++) {
+		const struct worker_stats *s = &w->all_stats[i];
+
+		t->requests += s->requests;
+		for (int c = 0; c < 6; c++)
+			t->responses[c] += s->responses[c];
+		t->bytes_sent += s->bytes_sent;
+		t->conns_open += s->conns_open;
+		t->conns_total += s->conns_total;
+		t->conns_refused += s->conns_refused;
+		t->timeouts += s->timeouts;
+		t->zc_bytes_by_reference += s->zc_bytes_by_reference;
+		t->zc_bytes_copied += s->zc_bytes_copied;
+	}
+}
+
+#define U(x) ((unsigned long long)(x))
+
+static int render_json(const struct worker *w, const struct worker_stats *t,
+		       char *b, size_t n)
+{
+	return snprintf(b, n,
+		"{\"workers\":%d,\"requests\":%llu,"
+		"\"responses\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,"
+		"\"4xx\":%llu,\"5xx\":%llu},"
+		"\"bytes_sent\":%llu,\"connections\":{\"open\":%llu,"
+		"\"total\":%llu,\"refused\":%llu,\"timeouts\":%llu},"
+		"\"zero_copy\":{\"bytes_by_reference\":%llu,"
+		"\"bytes_copied\":%llu},\"backend\":\"%s\"}\n",
+		w->nworkers, U(t->requests), U(t->responses[1]),
+		U(t->responses[2]), U(t->responses[3]), U(t->responses[4]),
+		U(t->responses[5]), U(t->bytes_sent), U(t->conns_open),
+		U(t->conns_total), U(t->conns_refused), U(t->timeouts),
+		U(t->zc_bytes_by_reference), U(t->zc_bytes_copied),
+		zc_backend_name());
+}
+
+static int render_prometheus(const struct worker_stats *t, char *b, size_t n)
+{
+	size_t k = 0;
+
+#define P(...) do { \
+		int r = snprintf(b + k, n - k, __VA_ARGS__); \
+		if (r < 0 || (size_t)r >= n - k) \
+			return -1; \
+		k += (size_t)r; \
+	} while (0)
+	P("# TYPE zchttpd_requests_total counter\n");
+	P("zchttpd_requests_total %llu\n", U(t->requests));
+	P("# TYPE zchttpd_responses_total counter\n");
+	for (int c = 1; c <= 5; c++)
+		P("zchttpd_responses_total{class=\"%dxx\"} %llu\n", c,
+		  U(t->responses[c]));
+	P("# TYPE zchttpd_sent_bytes_total counter\n");
+	P("zchttpd_sent_bytes_total %llu\n", U(t->bytes_sent));
+	P("# TYPE zchttpd_connections_open gauge\n");
+	P("zchttpd_connections_open %llu\n", U(t->conns_open));
+	P("# TYPE zchttpd_connections_total counter\n");
+	P("zchttpd_connections_total %llu\n", U(t->conns_total));
+	P("# TYPE zchttpd_connections_refused_total counter\n");
+	P("zchttpd_connections_refused_total %llu\n", U(t->conns_refused));
+	P("# TYPE zchttpd_timeouts_total counter\n");
+	P("zchttpd_timeouts_total %llu\n", U(t->timeouts));
+	P("# TYPE zchttpd_zero_copy_bytes_total counter\n");
+	P("zchttpd_zero_copy_bytes_total{how=\"by_reference\"} %llu\n",
+	  U(t->zc_bytes_by_reference));
+	P("zchttpd_zero_copy_bytes_total{how=\"copied\"} %llu\n",
+	  U(t->zc_bytes_copied));
+#undef P
+	return (int)k;
+}
+
+int status_serve(struct worker *w, struct request_ctx *rc, zc_agg *out)
+{
+	const struct http_request *req = rc->req;
+	const char *q = memchr(req->path.p, '?', req->path.len);
+	bool prom = q && (size_t)(req->path.p + req->path.len - q) ==
+				 strlen("?format=prometheus") &&
+		    memcmp(q, "?format=prometheus", 18) == 0;
+	struct worker_stats t;
+	struct resp_head h;
+	char body[4096];
+	int n;
+
+	/* This worker's zero-copy counters are fresh; others' are as of
+	 * their last loop iteration. */
+	struct zc_io_stats io;
+	zc_io_stats(&io);
+	w->stats->zc_bytes_by_reference = io.bytes_by_reference;
+	w->stats->zc_bytes_copied = io.bytes_copied;
+	sum(w, &t);
+	n = prom ? render_prometheus(&t, body, sizeof(body))
+		 : render_json(w, &t, body, sizeof(body));
+	if (n < 0 || (size_t)n >= sizeof(body))
+		return 500;
+	resp_begin(&h, 200);
+	resp_add(&h, "Content-Type", prom ? "text/plain; version=0.0.4"
+					  : "application/json");
+	resp_add(&h, "Cache-Control", "no-store");
+	resp_addf(&h, "Content-Length", "%d", n);
+	resp_end(&h, rc->keep_alive);
+	if (h.overflow || zc_agg_append_bytes(out, NULL, h.buf, h.len))
+		return 500;
+	if (!rc->head && zc_agg_append_bytes(out, NULL, body, (size_t)n))
+		return 500;
+	rc->status = 200;
+	rc->body_bytes = rc->head ? 0 : (uint64_t)n;
+	return 0;
+}

@@ -1,0 +1,133 @@
+/*
+ * worker.c - one worker process: its loop, its signals, graceful stop.
+ *
+ * Signals arrive through a signalfd in the loop, so a handler never runs in
+ * the middle of connection code.  SIGTERM (or SIGINT, SIGQUIT) starts a
+ * graceful stop: the worker stops accepting, closes idle connections at
+ * once, lets in-flight responses finish, and exits when the last
+ * connection is gone or the shutdown deadline passes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "access_log.h"
+#include "respond.h"
+#include "worker.h"
+
+static struct ev_timer_list t_shutdown;
+static struct ev_timer shutdown_timer;
+
+static void on_shutdown_deadline(struct ev_loop *loop, struct ev_timer *t)
+{
+	(void)t;
+	ev_stop(loop);
+}
+
+static void begin_stop(struct worker *w)
+{
+	if (w->stopping)
+		return;
+	w->stopping = true;
+	ev_del(w->loop, w->lfd);
+	close(w->lfd);
+	w->lfd = -1;
+	conn_close_idle(w);
+	ev_timer_arm(w->loop, &t_shutdown, &shutdown_timer,
+		     on_shutdown_deadline);
+}
+
+static void on_signal(struct ev_loop *loop, int fd, uint32_t ev, void *data)
+{
+	struct signalfd_siginfo si;
+	struct worker *w = data;
+
+	(void)loop;
+	(void)ev;
+	while (read(fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT ||
+		    si.ssi_signo == SIGQUIT)
+			begin_stop(w);
+		/* SIGHUP is the master's business: it starts new workers and
+		 * stops us with SIGTERM. */
+	}
+}
+
+static void on_accept(struct ev_loop *loop, int fd, uint32_t ev, void *data)
+{
+	(void)loop;
+	(void)fd;
+	(void)ev;
+	conn_accept_all(data);
+}
+
+static void before_sleep(struct ev_loop *loop, void *data)
+{
+	struct worker *w = data;
+	struct zc_io_stats io;
+
+	resp_clock_tick();
+	access_log_flush(w->log);
+	zc_io_stats(&io);
+	w->stats->zc_bytes_by_reference = io.bytes_by_reference;
+	w->stats->zc_bytes_copied = io.bytes_copied;
+	if (w->stopping && w->nconns == 0)
+		ev_stop(loop);
+}
+
+int worker_run(struct worker *w)
+{
+	const struct config *cfg = w->cfg;
+	sigset_t set;
+	int err;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);	/* iol_write reports EPIPE instead */
+	w->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (w->sigfd < 0)
+		return -errno;
+
+	err = ev_loop_create(&w->loop);
+	if (err)
+		return err;
+	ev_timer_list_init(&w->t_header, cfg->header_timeout_ms);
+	ev_timer_list_init(&w->t_idle, cfg->keepalive_timeout_ms);
+	ev_timer_list_init(&w->t_send, cfg->send_timeout_ms);
+	ev_timer_list_init(&w->t_linger, 2000);
+	ev_timer_list_init(&t_shutdown, cfg->shutdown_timeout_ms);
+	ev_timer_list_register(w->loop, &w->t_header);
+	ev_timer_list_register(w->loop, &w->t_idle);
+	ev_timer_list_register(w->loop, &w->t_send);
+	ev_timer_list_register(w->loop, &w->t_linger);
+	ev_timer_list_register(w->loop, &t_shutdown);
+	err = access_log_open(cfg->access_log, &w->log);
+	if (err) {
+		fprintf(stderr, "zchttpd: access log %s: %s\n", cfg->access_log,
+			strerror(-err));
+		return err;
+	}
+	if ((err = ev_add(w->loop, w->sigfd, EPOLLIN, on_signal, w)) ||
+	    (err = ev_add(w->loop, w->lfd, EPOLLIN, on_accept, w)))
+		return err;
+	ev_set_before_sleep(w->loop, before_sleep, w);
+	w->stats->pid = getpid();
+
+	err = ev_run(w->loop);
+
+	/* Deadline passed or all done: whatever is left is cut off. */
+	conn_close_all(w);
+	access_log_close(w->log);
+	ev_loop_destroy(w->loop);
+	return err;
+}

@@ -1,0 +1,97 @@
+/*
+ * zchttpd.h - the server's shared types: configuration, per-worker state,
+ * connections and counters.
+ *
+ * Process model (Flash's AMPED, nginx's master/worker): a master process
+ * forks one worker per core; each worker binds its own SO_REUSEPORT socket
+ * and runs one epoll loop.  No thread per connection, no shared accept
+ * lock.  Counters live in a shared anonymous mapping so any worker can
+ * answer the status endpoint for all of them.
+ */
+#ifndef ZC_ZCHTTPD_H
+#define ZC_ZCHTTPD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "event.h"
+#include "http_parser.h"
+#include "zc.h"
+
+#define ZCHTTPD_MAX_WORKERS 64
+
+struct config {
+	const char *root;		/* document root */
+	const char *listen;		/* "127.0.0.1:8080" */
+	int workers;			/* 0: one per core */
+	unsigned max_conns;		/* per worker */
+	unsigned header_timeout_ms;	/* whole request head (slowloris) */
+	unsigned keepalive_timeout_ms;	/* idle between requests */
+	unsigned send_timeout_ms;	/* client not reading our response */
+	unsigned shutdown_timeout_ms;	/* graceful stop: in-flight deadline */
+	const char *access_log;		/* NULL: off; "-": stdout */
+	const char *status_path;	/* NULL: no status endpoint */
+	bool follow_symlinks_outside;	/* allow symlinks leaving the root */
+	struct http_limits limits;
+};
+
+/* Counters of one worker, in shared memory (only its worker writes). */
+struct worker_stats {
+	uint64_t requests;
+	uint64_t responses[6];		/* by class: [1]=1xx .. [5]=5xx */
+	uint64_t bytes_sent;
+	uint64_t conns_open;
+	uint64_t conns_total;
+	uint64_t conns_refused;		/* over max_conns */
+	uint64_t timeouts;
+	uint64_t zc_bytes_by_reference;	/* copied from zc_io_stats() */
+	uint64_t zc_bytes_copied;
+	pid_t pid;
+};
+
+struct conn;
+
+struct worker {
+	const struct config *cfg;
+	struct ev_loop *loop;
+	int index;
+	int lfd;			/* listening socket */
+	int rootfd;			/* O_PATH descriptor of the root */
+	int sigfd;
+	bool stopping;			/* SIGTERM: finish and exit */
+	uint64_t stop_deadline_ms;
+	struct ev_timer_list t_header, t_idle, t_send, t_linger;
+	struct conn *conns;		/* list of open connections */
+	unsigned nconns;
+	struct worker_stats *stats;	/* this worker's slot */
+	struct worker_stats *all_stats;	/* every worker's slot */
+	int nworkers;
+	struct access_log *log;
+	/* One request is handled at a time: header slots are per worker. */
+	struct http_header slots[256];
+};
+
+/* conn.c */
+int conn_accept_all(struct worker *w);
+/* Close idle connections now; the others close after their response. */
+void conn_close_idle(struct worker *w);
+/* Close every connection now (shutdown deadline). */
+void conn_close_all(struct worker *w);
+
+/* static.c: answer req from the document root, appending to out.
+ * Returns 0, or a status code to answer with an error page. */
+struct request_ctx {
+	const struct http_request *req;
+	bool head;			/* HEAD: no body */
+	bool keep_alive;
+	int status;			/* filled: the status sent */
+	uint64_t body_bytes;		/* filled: bytes of body */
+};
+int static_serve(struct worker *w, struct request_ctx *rc, zc_agg *out);
+
+/* status.c */
+bool status_matches(const struct worker *w, const struct http_request *req);
+int status_serve(struct worker *w, struct request_ctx *rc, zc_agg *out);
+
+#endif

@@ -1,0 +1,237 @@
+#!/usr/bin/env bats
+# zchttpd end to end: the real server on 127.0.0.1, curl and raw requests.
+
+ZCHTTPD="$BATS_TEST_DIRNAME/../build/server/zchttpd"
+RAW="python3 $BATS_TEST_DIRNAME/helpers/rawhttp.py"
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+start_server() { # extra options...
+	PORT=$(free_port)
+	"$ZCHTTPD" --root "$ROOT" --listen "127.0.0.1:$PORT" --workers 2 \
+		--access-log "$BATS_TEST_TMPDIR/access.log" "$@" \
+		2>"$BATS_TEST_TMPDIR/server.err" &
+	PID=$!
+	for _ in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$PORT/" && return 0
+		sleep 0.05
+	done
+	cat "$BATS_TEST_TMPDIR/server.err"
+	return 1
+}
+
+setup() {
+	ROOT="$BATS_TEST_TMPDIR/root"
+	mkdir -p "$ROOT/dir" "$ROOT/empty"
+	echo '<h1>index</h1>' > "$ROOT/index.html"
+	echo 'in dir' > "$ROOT/dir/index.html"
+	head -c 300000 /dev/urandom > "$ROOT/big.bin"
+	printf 'small file\n' > "$ROOT/small.txt"
+	: > "$ROOT/zero.txt"
+	echo secret > "$BATS_TEST_TMPDIR/outside.txt"
+	ln -s "$BATS_TEST_TMPDIR/outside.txt" "$ROOT/escape.txt"
+	ln -s small.txt "$ROOT/inside-link.txt"
+	start_server
+	URL="http://127.0.0.1:$PORT"
+}
+
+teardown() {
+	kill "$PID" 2>/dev/null || true
+	wait "$PID" 2>/dev/null || true
+}
+
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+
+@test "static files: status codes and byte-exact bodies" {
+	[ "$(code "$URL/")" = 200 ]
+	[ "$(curl -s "$URL/")" = '<h1>index</h1>' ]
+	[ "$(curl -s "$URL/big.bin" | sha256sum)" = "$(sha256sum < "$ROOT/big.bin")" ]
+	[ "$(curl -s "$URL/small.txt")" = 'small file' ]
+	[ "$(code "$URL/zero.txt")" = 200 ]
+	[ "$(code "$URL/missing")" = 404 ]
+	[ "$(code "$URL/empty/")" = 403 ]          # no directory listings
+	[ "$(code "$URL/small.txt/")" = 404 ]
+	[ "$(code "$URL/inside-link.txt")" = 200 ]
+}
+
+@test "headers: type, length, validators, Date, Server" {
+	run curl -sI "$URL/small.txt"
+	[[ "$output" == *"Content-Type: text/plain; charset=utf-8"* ]]
+	[[ "$output" == *"Content-Length: 11"* ]]
+	[[ "$output" == *"ETag: \""* ]]
+	[[ "$output" == *"Last-Modified: "*" GMT"* ]]
+	[[ "$output" == *"Date: "*" GMT"* ]]
+	[[ "$output" == *"Accept-Ranges: bytes"* ]]
+}
+
+@test "HEAD sends headers only" {
+	run bash -c "printf 'HEAD /big.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' | $RAW $PORT"
+	[[ "$output" == *"Content-Length: 300000"* ]]
+	[ "$(printf '%s' "$output" | wc -c)" -lt 1000 ]
+}
+
+@test "directory without slash redirects, with slash serves index.html" {
+	run curl -si "$URL/dir?a=1"
+	[[ "$output" == *"301 Moved Permanently"* ]]
+	[[ "$output" == *"Location: /dir/?a=1"* ]]
+	[ "$(curl -s "$URL/dir/")" = 'in dir' ]
+}
+
+@test "byte ranges: 206, suffix, open-ended, 416" {
+	run curl -s -r 100-199 "$URL/big.bin"
+	[ "$(printf '%s' "$output" | wc -c)" -ge 0 ]
+	[ "$(curl -s -r 100-199 "$URL/big.bin" | sha256sum)" = "$(tail -c +101 "$ROOT/big.bin" | head -c 100 | sha256sum)" ]
+	[ "$(curl -s -r -50 "$URL/big.bin" | sha256sum)" = "$(tail -c 50 "$ROOT/big.bin" | sha256sum)" ]
+	[ "$(curl -s -r 299990- "$URL/big.bin" | sha256sum)" = "$(tail -c 10 "$ROOT/big.bin" | sha256sum)" ]
+	run curl -si -r 100-199 "$URL/big.bin"
+	[[ "$output" == *"206 Partial Content"* ]]
+	[[ "$output" == *"Content-Range: bytes 100-199/300000"* ]]
+	run curl -si -r 400000-500000 "$URL/big.bin"
+	[[ "$output" == *"416 Range Not Satisfiable"* ]]
+	[[ "$output" == *"Content-Range: bytes */300000"* ]]
+}
+
+@test "conditional requests give 304" {
+	etag=$(curl -sI "$URL/small.txt" | tr -d '\r' | sed -n 's/^ETag: //p')
+	lm=$(curl -sI "$URL/small.txt" | tr -d '\r' | sed -n 's/^Last-Modified: //p')
+	[ "$(code -H "If-None-Match: $etag" "$URL/small.txt")" = 304 ]
+	[ "$(code -H "If-None-Match: \"other\", $etag" "$URL/small.txt")" = 304 ]
+	[ "$(code -H 'If-None-Match: "other"' "$URL/small.txt")" = 200 ]
+	[ "$(code -H "If-Modified-Since: $lm" "$URL/small.txt")" = 304 ]
+	[ "$(code -H 'If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT' "$URL/small.txt")" = 200 ]
+	# A changed file is noticed: new validators, new body.
+	sleep 1.1
+	printf 'changed!!!!\n' > "$ROOT/small.txt"
+	[ "$(code -H "If-None-Match: $etag" "$URL/small.txt")" = 200 ]
+	[ "$(curl -s "$URL/small.txt")" = 'changed!!!!' ]
+}
+
+@test "keep-alive and pipelining answer every request in order" {
+	req='GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /dir/ HTTP/1.1\r\nHost: x\r\n\r\nHEAD /big.bin HTTP/1.1\r\nHost: x\r\n\r\nGET /missing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+	run bash -c "printf '$req' | $RAW $PORT"
+	[ "$status" -eq 0 ]   # closed after the last one
+	[ "$(printf '%s' "$output" | grep -c '^HTTP/1.1 ')" -eq 4 ]
+	[[ "$(printf '%s' "$output" | grep '^HTTP/1.1 ' | tr -d '\r' | tr '\n' ,)" == "HTTP/1.1 200 OK,HTTP/1.1 200 OK,HTTP/1.1 200 OK,HTTP/1.1 404 Not Found," ]]
+	[[ "$output" == *"small file"*"in dir"* ]]
+}
+
+@test "HTTP/1.0 closes unless keep-alive is asked" {
+	run bash -c "printf 'GET /small.txt HTTP/1.0\r\n\r\n' | $RAW $PORT"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"Connection: close"* ]]
+	run bash -c "printf 'GET /small.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n' | $RAW $PORT --wait 1"
+	[ "$status" -eq 3 ]   # still open
+	[[ "$output" == *"Connection: keep-alive"* ]]
+}
+
+@test "path traversal and symlinks out of the root are refused" {
+	for p in '/../outside.txt' '/%2e%2e/outside.txt' '/dir/../../outside.txt' \
+		 '/%2e%2e%2foutside.txt' '/dir/%2e./%2e./outside.txt' '/a%00b'; do
+		# %s: the path's own % signs must reach the server untouched.
+		run bash -c "printf 'GET %s HTTP/1.1\r\nHost: x\r\n\r\n' '$p' | $RAW $PORT"
+		[[ "$output" == "HTTP/1.1 400 "* ]]
+		[[ "$output" != *secret* ]]
+	done
+	[ "$(code "$URL/escape.txt")" = 403 ]
+	[[ "$(curl -s "$URL/escape.txt")" != *secret* ]]
+}
+
+@test "malformed, oversized and unsupported requests get 4xx/5xx and a close" {
+	run bash -c "printf 'GARBAGE\r\n\r\n' | $RAW $PORT"
+	[[ "$output" == "HTTP/1.1 400 "* ]]; [ "$status" -eq 0 ]
+	run bash -c "printf 'GET / HTTP/1.1\r\n\r\n' | $RAW $PORT"             # no Host
+	[[ "$output" == "HTTP/1.1 400 "* ]]
+	run bash -c "printf 'GET / HTTP/2.0\r\nHost: x\r\n\r\n' | $RAW $PORT"
+	[[ "$output" == "HTTP/1.1 505 "* ]]
+	run bash -c "printf 'DELETE / HTTP/1.1\r\nHost: x\r\n\r\n' | $RAW $PORT"
+	[[ "$output" == "HTTP/1.1 405 "* ]]; [[ "$output" == *"Allow: GET, HEAD"* ]]
+	run bash -c "printf 'BREW / HTTP/1.1\r\nHost: x\r\n\r\n' | $RAW $PORT"
+	[[ "$output" == "HTTP/1.1 501 "* ]]
+	run bash -c "printf 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n' | $RAW $PORT"
+	[[ "$output" == "HTTP/1.1 400 "* ]]
+	long=$(head -c 9000 /dev/zero | tr '\0' a)
+	run bash -c "printf 'GET /$long HTTP/1.1\r\nHost: x\r\n\r\n' | $RAW $PORT"
+	[[ "$output" == "HTTP/1.1 414 "* ]]
+	many=$(for i in $(seq 120); do printf 'X-H%d: v\\r\\n' "$i"; done)
+	run bash -c "printf 'GET / HTTP/1.1\r\nHost: x\r\n$many\r\n' | $RAW $PORT"
+	[[ "$output" == "HTTP/1.1 431 "* ]]
+	# The server is still fine.
+	[ "$(code "$URL/")" = 200 ]
+}
+
+@test "status endpoint reports counters as JSON and Prometheus text" {
+	curl -s "$URL/small.txt" >/dev/null
+	run curl -s "$URL/.zc/status"
+	[[ "$output" == *'"requests":'* ]]
+	[[ "$output" == *'"bytes_by_reference":'* ]]
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["requests"] >= 1 and d["workers"] == 2' "$output"
+	run curl -s "$URL/.zc/status?format=prometheus"
+	[[ "$output" == *"zchttpd_requests_total "* ]]
+}
+
+@test "access log has Combined Log Format lines" {
+	curl -s -A 'agent "quoted"' -e http://ref/ "$URL/small.txt" >/dev/null
+	kill -TERM "$PID"; wait "$PID" || true
+	run grep 'GET /small.txt' "$BATS_TEST_TMPDIR/access.log"
+	[[ "$output" =~ ^127\.0\.0\.1\ -\ -\ \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8}\ \+0000\]\ \"GET\ /small.txt\ HTTP/1.1\"\ 200\ [0-9]+\ \"http://ref/\"\ \"agent\ \\x22quoted\\x22\"$ ]]
+}
+
+@test "slow headers time out with 408 (slowloris)" {
+	teardown
+	start_server --header-timeout 500
+	run bash -c "printf 'GET / HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n' | $RAW $PORT --drip 0.05 --wait 4"
+	[[ "$output" == "HTTP/1.1 408 "* ]]
+	[ "$(code "http://127.0.0.1:$PORT/")" = 200 ]
+}
+
+@test "idle keep-alive connections are closed after the timeout" {
+	teardown
+	start_server --keepalive-timeout 300
+	run bash -c "printf 'GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n' | $RAW $PORT --wait 3"
+	[ "$status" -eq 0 ]    # closed by the server well before 3 s
+	[[ "$output" == *"small file"* ]]
+}
+
+@test "graceful shutdown finishes a response in flight" {
+	# A slow reader: the 300 KB response cannot leave at once.
+	python3 - "$PORT" > "$BATS_TEST_TMPDIR/slow.out" <<'PY' &
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+time.sleep(0.5)
+data = b""
+while True:
+    time.sleep(0.01)
+    c = s.recv(8192)
+    if not c:
+        break
+    data += c
+body = data.split(b"\r\n\r\n", 1)[1]
+sys.stdout.write("%d\n" % len(body))
+PY
+	reader=$!
+	sleep 0.2
+	kill -TERM "$PID"
+	wait "$reader"
+	[ "$(cat "$BATS_TEST_TMPDIR/slow.out")" = 300000 ]
+	wait "$PID"   # exits 0 on its own
+	grep -q 'stopped' "$BATS_TEST_TMPDIR/server.err"
+}
+
+@test "bad command lines print usage and exit 2" {
+	run "$ZCHTTPD"
+	[ "$status" -eq 2 ]; [[ "$output" == *"--root DIR is required"* ]]
+	run "$ZCHTTPD" --root /tmp --bogus
+	[ "$status" -eq 2 ]; [[ "$output" == *"unknown option"* ]]
+	run "$ZCHTTPD" --root /tmp --workers lots
+	[ "$status" -eq 2 ]
+	run "$ZCHTTPD" --root /tmp --listen nonsense
+	[ "$status" -eq 2 ]
+	run "$ZCHTTPD" --root /nonexistent --listen 127.0.0.1:1
+	[ "$status" -eq 1 ]
+	run "$ZCHTTPD" --help
+	[ "$status" -eq 0 ]; [[ "$output" == *usage* ]]
+}
