@@ -93,6 +93,9 @@ int zc_pool_create(size_t size, zc_pool **out)
 		close(fd);
 		return err;
 	}
+	/* Detaching punches whole 4 KiB pages; inside a huge page a punch
+	 * would zero memory in place that the kernel may still be sending. */
+	madvise(base, size, MADV_NOHUGEPAGE);
 	p = pool_new(fd, size, true);
 	if (p)
 		p->bitmap = calloc((p->npages + 63) / 64, sizeof(uint64_t));

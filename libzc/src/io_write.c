@@ -1,0 +1,493 @@
+/*
+ * io_write.c - iol_write: send an aggregate with the cheapest mechanism for
+ * each (slice, destination) pair.
+ *
+ *   slice \ to   TCP / UNIX stream    pipe           file             other
+ *   small buf    sendmsg (copy)       writev (copy)  writev (copy)    writev
+ *   large buf    sendfile from memfd  vmsplice       writev (copy)    writev
+ *   file extent  sendfile             splice         copy_file_range  sendfile
+ *
+ * "Small" is below 16 KiB: copying a header costs less than what lending it
+ * to the kernel costs afterwards (a detached page must be punched out of the
+ * pool and a fresh one faulted in), and gathering a header with its
+ * neighbours into one sendmsg lets it share a TCP segment with the body.
+ *
+ * By-reference transfers (sendfile from a pool memfd, vmsplice) leave the
+ * kernel holding the buffer's pages after the call returns -- in a socket
+ * queue until acknowledged, in a pipe until read, and beyond if the reader
+ * splices them onward.  Every such path marks the buffer ZC_BUF_KREF *before*
+ * the call; on release, pool.c then punches the pages out of the memfd so
+ * the kernel keeps the old pages and the next user gets fresh ones.  Never
+ * add a by-reference path without the mark.
+ *
+ * Resumable state: after every system call the bytes it accepted are
+ * trimmed from the front of the aggregate.  The aggregate itself is the
+ * write state; a caller that got a short count or -EAGAIN calls again with
+ * the same aggregate.
+ *
+ * Blocking: a short count from write/writev/sendmsg/sendfile on a blocking
+ * descriptor means a signal arrived (or SO_SNDTIMEO expired), so we stop
+ * and report the progress, exactly as write(2) does.  splice and vmsplice
+ * into a pipe are different: they wait for room only *before* moving
+ * anything, then move what fits and return, so their short counts are
+ * routine and we keep going; the same holds for copies between files.
+ * A blocking descriptor thus gets the whole aggregate unless an error or a
+ * signal stops it, and a signal is never swallowed by our loop.  On a
+ * non-blocking descriptor every short count stops (the next call would
+ * only say EAGAIN).
+ *
+ * SIGPIPE: sendfile, splice, vmsplice and writev raise SIGPIPE on a broken
+ * pipe or connection exactly as write(2) does; sendmsg (small slices on
+ * sockets) is issued with MSG_NOSIGNAL and only returns -EPIPE.  A program
+ * must therefore expect -EPIPE *and* may get SIGPIPE: ignore it (zc.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Weak: see io_read.c. */
+#pragma weak zc_channel_send
+
+#define ZC_SMALL ((size_t)16 << 10)	/* below: copy; at or above: lend */
+#define ZC_IOV_MAX 64			/* slices gathered per call */
+#define ZC_CALL_MAX ((size_t)1 << 30)	/* bytes per call (< MAX_RW_COUNT) */
+#define ZC_BOUNCE ((size_t)64 << 10)	/* file->file fallback chunk */
+
+/* See the SIGPIPE note above. */
+#define ZC_SENDMSG_FLAGS MSG_NOSIGNAL
+
+struct wstate {
+	int fd;
+	enum zc_fdkind kind;
+	bool nonblock;		/* O_NONBLOCK on the destination */
+	bool append;		/* O_APPEND: copy_file_range refuses it */
+};
+
+enum how {
+	HOW_COPY,		/* gather buf slices, write/sendmsg */
+	HOW_VMSPLICE,		/* gather buf slices, vmsplice by reference */
+	HOW_SENDFILE_BUF,	/* one buf slice, sendfile from the memfd */
+	HOW_FILE,		/* one file slice */
+};
+
+static size_t min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+static struct zc_slice_int *slice_at(zc_agg *agg, size_t i)
+{
+	return &agg->s[agg->head + i];
+}
+
+static bool is_stream_socket(const struct wstate *w)
+{
+	return w->kind == ZC_FD_TCP || w->kind == ZC_FD_UNIX;
+}
+
+static enum how how_for(const struct wstate *w, const struct zc_slice_int *s)
+{
+	if (s->kind == ZC_SLICE_FILE)
+		return HOW_FILE;
+	if (s->len < ZC_SMALL)
+		return HOW_COPY;
+	if (is_stream_socket(w))
+		return HOW_SENDFILE_BUF;
+	if (w->kind == ZC_FD_PIPE)
+		return HOW_VMSPLICE;
+	/* Files and other devices: no by-reference path from user memory;
+	 * a plain write is honest and as cheap as anything else. */
+	return HOW_COPY;
+}
+
+/*
+ * Gather the run of slices at the front that share mechanism `how` into
+ * iov (at most ZC_IOV_MAX entries, ZC_CALL_MAX bytes).  Returns the number
+ * of entries, or -ENOMEM if the first buffer cannot be mapped (an imported
+ * pool whose mapping failed).
+ */
+static int gather(const struct wstate *w, zc_agg *agg, enum how how,
+		  struct iovec *iov, size_t *bytes)
+{
+	int n = 0;
+
+	*bytes = 0;
+	for (size_t i = 0; i < agg->n && n < ZC_IOV_MAX; i++) {
+		struct zc_slice_int *s = slice_at(agg, i);
+		const unsigned char *data;
+		size_t len;
+
+		if (how_for(w, s) != how || *bytes >= ZC_CALL_MAX)
+			break;
+		data = zc_buf_data(s->buf);
+		if (!data)
+			break;
+		if (how == HOW_VMSPLICE)
+			zc_buf_mark_kref(s->buf);	/* before the call */
+		len = min_size(s->len, ZC_CALL_MAX - *bytes);
+		iov[n].iov_base = (void *)(data + s->off);
+		iov[n].iov_len = len;
+		*bytes += len;
+		n++;
+	}
+	return n ? n : -ENOMEM;
+}
+
+static ssize_t write_copy_run(const struct wstate *w, zc_agg *agg,
+			      size_t *want)
+{
+	struct iovec iov[ZC_IOV_MAX];
+	int n = gather(w, agg, HOW_COPY, iov, want);
+	ssize_t r;
+
+	if (n < 0)
+		return n;
+	if (is_stream_socket(w)) {
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		int flags = ZC_SENDMSG_FLAGS;
+
+		/* A header waits for the body so both share a segment. */
+		if (w->kind == ZC_FD_TCP && *want < agg->len)
+			flags |= MSG_MORE;
+		r = sendmsg(w->fd, &mh, flags);
+	} else {
+		r = writev(w->fd, iov, n);
+	}
+	zc_stat_call();
+	if (r < 0)
+		return -errno;
+	zc_stat_copy((uint64_t)r);
+	return r;
+}
+
+static ssize_t write_vmsplice_run(const struct wstate *w, zc_agg *agg,
+				  size_t *want)
+{
+	struct iovec iov[ZC_IOV_MAX];
+	int n = gather(w, agg, HOW_VMSPLICE, iov, want);
+	ssize_t r;
+
+	if (n < 0)
+		return n;
+	/* No SPLICE_F_GIFT: the pages stay the pool's; KREF (set in gather)
+	 * makes their release detach them instead of reusing them. */
+	r = vmsplice(w->fd, iov, (size_t)n,
+		     w->nonblock ? SPLICE_F_NONBLOCK : 0);
+	zc_stat_call();
+	if (r < 0)
+		return -errno;
+	zc_stat_ref((uint64_t)r);
+	return r;
+}
+
+static ssize_t write_sendfile_buf(const struct wstate *w,
+				  const struct zc_slice_int *s, size_t *want)
+{
+	zc_buf *buf = s->buf;
+	off_t off = (off_t)(buf->off + s->off);
+	ssize_t r;
+
+	*want = min_size(s->len, ZC_CALL_MAX);
+	zc_buf_mark_kref(buf);	/* the socket queue will hold its pages */
+	r = sendfile(w->fd, buf->pool->fd, &off, *want);
+	zc_stat_call();
+	if (r < 0)
+		return -errno;
+	zc_stat_ref((uint64_t)r);
+	return r;
+}
+
+/* The portable fallback for file -> file and file -> odd devices. */
+static ssize_t copy_through_bounce(int fd, zc_file *f, off_t off, size_t len)
+{
+	size_t chunk = min_size(len, ZC_BOUNCE);
+	void *bounce = malloc(chunk);
+	ssize_t n, r;
+
+	if (!bounce)
+		return -ENOMEM;
+	n = pread(f->fd, bounce, chunk, off);
+	zc_stat_call();
+	if (n <= 0) {
+		r = n == 0 ? 0 : -errno;
+		free(bounce);
+		return r;
+	}
+	r = write(fd, bounce, (size_t)n);
+	zc_stat_call();
+	if (r < 0)
+		r = -errno;
+	else
+		zc_stat_copy((uint64_t)r);
+	free(bounce);
+	return r;
+}
+
+/* Errors that mean "this mechanism does not apply here", not "failed". */
+static bool unsupported(int err)
+{
+	return err == EXDEV || err == EINVAL || err == ENOSYS ||
+	       err == EOPNOTSUPP;
+}
+
+static ssize_t file_to_file(const struct wstate *w, zc_file *f, off_t off,
+			    size_t len)
+{
+	ssize_t r;
+
+	/* NULL out offset: write at (and advance) the current offset, like
+	 * write(2).  copy_file_range refuses O_APPEND outright. */
+	if (!w->append) {
+		r = copy_file_range(f->fd, &off, w->fd, NULL, len, 0);
+		zc_stat_call();
+		if (r >= 0) {
+			zc_stat_ref((uint64_t)r);
+			return r;
+		}
+		if (!unsupported(errno))
+			return -errno;
+	}
+	return copy_through_bounce(w->fd, f, off, len);
+}
+
+static ssize_t file_to_other(const struct wstate *w, zc_file *f, off_t off,
+			     size_t len)
+{
+	off_t o = off;
+	ssize_t r = sendfile(w->fd, f->fd, &o, len);
+
+	zc_stat_call();
+	if (r >= 0) {
+		zc_stat_ref((uint64_t)r);
+		return r;
+	}
+	if (!unsupported(errno))
+		return -errno;
+	return copy_through_bounce(w->fd, f, off, len);
+}
+
+/*
+ * A file extent.  The version check comes first: sending bytes of a file
+ * that changed since the extent was taken would send the wrong data.  A
+ * zero return with bytes still expected means the file shrank between the
+ * check and the call: that is -ESTALE too (the caller reports progress
+ * first if there was any, and the next call's check then fails).
+ */
+static ssize_t write_file_slice(const struct wstate *w, zc_agg *agg,
+				size_t *want)
+{
+	const struct zc_slice_int *s = slice_at(agg, 0);
+	zc_file *f = s->file;
+	off_t off = (off_t)s->off;
+	size_t len = min_size(s->len, ZC_CALL_MAX);
+	unsigned flags;
+	ssize_t r;
+	int err;
+
+	err = zc_file_check(f);
+	zc_stat_call();
+	if (err)
+		return err;
+	*want = len;
+	switch (w->kind) {
+	case ZC_FD_TCP:
+	case ZC_FD_UNIX:
+		r = sendfile(w->fd, f->fd, &off, len);
+		break;
+	case ZC_FD_PIPE:
+		flags = w->nonblock ? SPLICE_F_NONBLOCK : 0;
+		if (len < agg->len)
+			flags |= SPLICE_F_MORE;
+		r = splice(f->fd, &off, w->fd, NULL, len, flags);
+		break;
+	case ZC_FD_FILE:
+		r = file_to_file(w, f, off, len);
+		return r == 0 ? -ESTALE : r;	/* counted inside */
+	default:
+		r = file_to_other(w, f, off, len);
+		return r == 0 ? -ESTALE : r;
+	}
+	zc_stat_call();
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return -ESTALE;
+	zc_stat_ref((uint64_t)r);
+	return r;
+}
+
+/* Is a short count from mechanism `how` routine, rather than a sign that
+ * a signal arrived?  See the top. */
+static bool routine_short(const struct wstate *w, enum how how)
+{
+	if (w->kind == ZC_FD_FILE)
+		return true;
+	return w->kind == ZC_FD_PIPE &&
+	       (how == HOW_VMSPLICE || how == HOW_FILE);
+}
+
+static ssize_t write_step(const struct wstate *w, zc_agg *agg, enum how how,
+			  size_t *want)
+{
+	switch (how) {
+	case HOW_COPY:
+		return write_copy_run(w, agg, want);
+	case HOW_VMSPLICE:
+		return write_vmsplice_run(w, agg, want);
+	case HOW_SENDFILE_BUF:
+		return write_sendfile_buf(w, slice_at(agg, 0), want);
+	case HOW_FILE:
+	default:
+		return write_file_slice(w, agg, want);
+	}
+}
+
+/*
+ * TCP coalescing.  MSG_MORE joins a header with the sendfile that follows,
+ * but sendfile pushes its last segment out, so a body followed by a trailer
+ * (chunked encoding: size line, data, CRLF, ...) would go out as several
+ * part-filled segments.  Cork for the duration of the call in that case
+ * only, and never touch a cork the application set itself.
+ */
+static bool cork_begin(const struct wstate *w, zc_agg *agg)
+{
+	int on = 0, one = 1;
+	socklen_t len = sizeof(on);
+	bool needed = false;
+
+	if (w->kind != ZC_FD_TCP)
+		return false;
+	for (size_t i = 0; i + 1 < agg->n && !needed; i++) {
+		enum how how = how_for(w, slice_at(agg, i));
+
+		needed = how == HOW_SENDFILE_BUF || how == HOW_FILE;
+	}
+	if (!needed)
+		return false;
+	if (getsockopt(w->fd, IPPROTO_TCP, TCP_CORK, &on, &len) < 0 || on)
+		return false;
+	return setsockopt(w->fd, IPPROTO_TCP, TCP_CORK, &one,
+			  sizeof(one)) == 0;
+}
+
+static void cork_end(const struct wstate *w)
+{
+	int off = 0;
+
+	setsockopt(w->fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+}
+
+#define SINK_NONBLOCK 1u
+#define SINK_APPEND 2u
+
+int zc_sink_init(zc_sink *sink, int fd)
+{
+	enum zc_fdkind kind;
+	int fl;
+
+	if (!sink)
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	kind = zc_fdkind_of(fd);
+	if (kind == ZC_FD_BAD)
+		return -EBADF;
+	sink->fd = fd;
+	sink->kind = kind;
+	sink->flags = 0;
+	if (kind == ZC_FD_CHANNEL)
+		return 0;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	/* Also guards vmsplice: on a read-only pipe end it would *read*
+	 * the pipe into our immutable buffers. */
+	if ((fl & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	sink->flags = (fl & O_NONBLOCK ? SINK_NONBLOCK : 0) |
+		      (fl & O_APPEND ? SINK_APPEND : 0);
+	return 0;
+}
+
+/* A channel passes descriptors for the whole aggregate in one message. */
+static ssize_t write_channel(int fd, zc_agg *agg)
+{
+	zc_channel *ch = zc_channel_from_fd(fd);
+	size_t len = agg->len;
+	int err;
+
+	if (!ch || !zc_channel_send)
+		return -EBADF;
+	err = zc_channel_send(ch, agg);
+	zc_stat_call();
+	if (err)
+		return err;
+	zc_stat_ref(len);
+	zc_agg_trim_front(agg, len);
+	return (ssize_t)len;
+}
+
+ssize_t iol_write_sink(const zc_sink *sink, zc_agg *agg)
+{
+	struct wstate w = { 0 };
+	ssize_t total = 0, r = 0;
+	bool corked;
+
+	if (!agg || !sink)
+		return -EINVAL;
+	if (sink->fd < 0)
+		return -EBADF;
+	if (agg->len == 0)
+		return 0;
+	if (sink->kind == ZC_FD_CHANNEL)
+		return write_channel(sink->fd, agg);
+	w.fd = sink->fd;
+	w.kind = (enum zc_fdkind)sink->kind;
+	w.nonblock = sink->flags & SINK_NONBLOCK;
+	w.append = sink->flags & SINK_APPEND;
+
+	corked = cork_begin(&w, agg);
+	while (agg->len > 0) {
+		enum how how = how_for(&w, slice_at(agg, 0));
+		size_t want = 0;
+
+		r = write_step(&w, agg, how, &want);
+		if (r <= 0)
+			break;
+		zc_agg_trim_front(agg, (size_t)r);
+		total += r;
+		if ((size_t)r < want && (w.nonblock || !routine_short(&w, how)))
+			break;
+	}
+	if (corked)
+		cork_end(&w);
+
+	if (total > 0)
+		return total;
+	/* A call that accepted nothing and reported nothing: never return
+	 * 0 for a non-empty aggregate (callers read 0 as "all done"). */
+	return r < 0 ? r : -EIO;
+}
+
+ssize_t iol_write(int fd, zc_agg *agg)
+{
+	zc_sink sink;
+	int err;
+
+	if (!agg)
+		return -EINVAL;
+	err = zc_sink_init(&sink, fd);
+	if (err)
+		return err;
+	return iol_write_sink(&sink, agg);
+}
