@@ -26,7 +26,8 @@
  *   - Reference counts (buffers, files) and pools are thread-safe.
  *     Aggregates, channels and the container table belong to one thread at a
  *     time (the caller serialises).
- *   - iol_write behaves like write(2) for SIGPIPE: a server should ignore it.
+ *   - iol_write may raise SIGPIPE on a broken pipe or connection, as write(2)
+ *     does (small socket writes just return -EPIPE): a server ignores SIGPIPE.
  */
 #ifndef ZC_H
 #define ZC_H
@@ -232,6 +233,23 @@ ssize_t iol_read(int fd, zc_agg **agg, size_t size);
  * when nothing was written (-EAGAIN, -EPIPE, -ESTALE for a file slice whose
  * file changed, ...). */
 ssize_t iol_write(int fd, zc_agg *agg);
+
+/* A destination probed once: what kind of descriptor it is (file, pipe,
+ * TCP or UNIX socket, channel, other) and its O_NONBLOCK/O_APPEND flags.
+ * iol_write probes on every call (up to five system calls); a server that
+ * writes to one socket many times initialises a sink when it accepts the
+ * connection and calls iol_write_sink.  Initialise again after changing
+ * the descriptor's flags.  The fields are private. */
+typedef struct zc_sink {
+	int fd;
+	int kind;
+	unsigned flags;
+} zc_sink;
+
+/* 0, or -EBADF for a closed or read-only descriptor. */
+int zc_sink_init(zc_sink *sink, int fd);
+/* iol_write to a probed destination (same contract as iol_write). */
+ssize_t iol_write_sink(const zc_sink *sink, zc_agg *agg);
 
 struct zc_io_stats {
 	uint64_t bytes_by_reference;	/* sendfile/splice/vmsplice/descriptors */
