@@ -34,12 +34,14 @@
 #include <unistd.h>
 
 #include "access_log.h"
+#include "cache.h"
 #include "respond.h"
 #include "zchttpd.h"
 
 #define IN_CAP (32u << 10)		/* request head buffer */
 #define OUT_HIGH_WATER (256u << 10)	/* stop parsing beyond this backlog */
 #define ACCEPT_BATCH 64
+#define MAX_INFLIGHT 32			/* pinned entries per connection */
 
 enum conn_state { C_IDLE, C_READING, C_WRITING, C_LINGER };
 
@@ -47,6 +49,7 @@ struct conn {
 	struct conn *prev, *next;	/* worker's list */
 	struct worker *w;
 	int fd;
+	zc_sink sink;			/* fd, probed once for iol_write */
 	enum conn_state state;
 	struct ev_timer timer;
 	char *in;			/* IN_CAP bytes, or NULL when idle */
@@ -56,6 +59,15 @@ struct conn {
 	bool close_after;		/* close once out is sent */
 	bool want_out;			/* EPOLLOUT registered */
 	struct sockaddr_storage peer;
+	/* Cache entries used by queued responses, oldest first, each with
+	 * the stream offset where its response ends: once `sent` passes
+	 * it, the entry is unpinned. */
+	uint64_t sent;
+	struct inflight {
+		struct cache_entry *e;
+		uint64_t end;
+	} fl[MAX_INFLIGHT];
+	unsigned nfl;
 };
 
 #define conn_of_timer(t) \
@@ -66,10 +78,21 @@ static void process(struct conn *c);
 
 /* ------------------------------------------------------------ life */
 
+static void unpin_sent(struct conn *c, bool all)
+{
+	unsigned i = 0;
+
+	while (i < c->nfl && (all || c->fl[i].end <= c->sent))
+		cache_unpin(c->w->cache, c->fl[i++].e);
+	memmove(c->fl, c->fl + i, (c->nfl - i) * sizeof(c->fl[0]));
+	c->nfl -= i;
+}
+
 static void conn_free(struct conn *c)
 {
 	struct worker *w = c->w;
 
+	unpin_sent(c, true);
 	ev_timer_disarm(&c->timer);
 	ev_del(w->loop, c->fd);
 	close(c->fd);
@@ -142,6 +165,11 @@ static int conn_new(struct worker *w, int fd, const struct sockaddr_storage *ss)
 	}
 	c->w = w;
 	c->fd = fd;
+	if (zc_sink_init(&c->sink, fd)) {
+		zc_agg_release(c->out);
+		free(c);
+		return -EBADF;
+	}
 	c->peer = *ss;
 	c->state = C_IDLE;
 	http_parser_init(&c->parser);
@@ -233,10 +261,13 @@ static void start_linger(struct conn *c)
 static bool flush(struct conn *c)
 {
 	while (zc_agg_len(c->out)) {
-		ssize_t n = iol_write(c->fd, c->out);
+		ssize_t n = iol_write_sink(&c->sink, c->out);
 
 		if (n > 0) {
 			c->w->stats->bytes_sent += (uint64_t)n;
+			c->sent += (uint64_t)n;
+			if (c->nfl)
+				unpin_sent(c, false);
 			continue;
 		}
 		if (n == -EAGAIN || n == -EINTR) {
@@ -314,6 +345,12 @@ static void answer(struct conn *c, const struct http_request *req)
 			rc.keep_alive = false;
 		}
 	}
+	if (rc.entry && !err) {
+		cache_pin(w->cache, rc.entry);
+		c->fl[c->nfl].e = rc.entry;
+		c->fl[c->nfl].end = c->sent + zc_agg_len(c->out);
+		c->nfl++;
+	}
 	count_status(w, rc.status);
 	access_log_request(w->log, &c->peer, req, rc.status,
 			   zc_agg_len(c->out) - before);
@@ -334,7 +371,7 @@ static bool answer_buffered(struct conn *c)
 {
 	struct worker *w = c->w;
 
-	while (c->in_len && !c->close_after &&
+	while (c->in_len && !c->close_after && c->nfl < MAX_INFLIGHT &&
 	       zc_agg_len(c->out) < OUT_HIGH_WATER) {
 		struct http_request req = { .headers = w->slots };
 		ssize_t r = http_parse_request(&c->parser, c->in, c->in_len,

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -236,6 +237,13 @@ int main(int argc, char **argv)
 		printf("zchttpd %s (libzc backend: %s)\n", ZC_VERSION,
 		       zc_backend_name());
 		return 0;
+	}
+	/* Every connection and every cached file holds a descriptor: take
+	 * the whole hard limit rather than the usual 1024. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	if (listen_parse(m.opt.cfg.listen, &ss, &sslen)) {
 		fprintf(stderr, "zchttpd: --listen %s: not an address\n",

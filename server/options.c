@@ -33,6 +33,9 @@ void options_usage(FILE *f)
 "  --max-request-line N       bytes (default 8192; more: 414)\n"
 "  --max-headers N            header fields (default 100, at most 256; more: 431)\n"
 "  --max-header-bytes N       bytes of header fields (default 16384; more: 431)\n"
+"  --cache-size BYTES         unified cache budget per worker (default 256M)\n"
+"  --cache-ttl MS             revalidate cached files after this (default 1000)\n"
+"  --cache-small-max BYTES    keep bodies up to this in memory (default 64k)\n"
 "  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
 "  --user NAME                drop privileges to NAME after binding\n"
 "  --help, --version\n");
@@ -49,6 +52,9 @@ void options_defaults(struct options *o)
 	o->cfg.shutdown_timeout_ms = 10000;
 	o->cfg.status_path = "/.zc/status";
 	o->cfg.limits = (struct http_limits)HTTP_LIMITS_DEFAULT;
+	o->cfg.cache_bytes = 256ull << 20;
+	o->cfg.cache_ttl_ms = 1000;
+	o->cfg.cache_small_max = 64u << 10;
 }
 
 static int parse_uint(const char *v, unsigned long max, unsigned long *out)
@@ -63,6 +69,30 @@ static int parse_uint(const char *v, unsigned long max, unsigned long *out)
 	if (errno || *end || x > max)
 		return -1;
 	*out = x;
+	return 0;
+}
+
+/* "256M", "64k", "1G" or plain bytes. */
+static int parse_size(const char *v, unsigned long *out)
+{
+	char *end;
+	unsigned long x;
+	unsigned shift = 0;
+
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end || x > (ULONG_MAX >> shift) || (x << shift) > (1ul << 40))
+		return -1;
+	*out = x << shift;
 	return 0;
 }
 
@@ -135,6 +165,18 @@ static int apply(struct options *o, const char *name, const char *val,
 		NUM(limits.max_headers, 256);	/* worker slot array size */
 	} else if (!strcmp(name, "max-header-bytes")) {
 		NUM(limits.max_head_bytes, 16384);
+	} else if (!strcmp(name, "cache-size")) {
+		NEED_VAL();
+		if (parse_size(val, &n) || n < 4096)
+			goto bad;
+		c->cache_bytes = n;
+	} else if (!strcmp(name, "cache-ttl")) {
+		NUM(cache_ttl_ms, 3600000);
+	} else if (!strcmp(name, "cache-small-max")) {
+		NEED_VAL();
+		if (parse_size(val, &n) || n > (64u << 20))
+			goto bad;
+		c->cache_small_max = n;
 	} else if (!strcmp(name, "follow-symlinks-outside")) {
 		if (val)
 			goto bad;

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "http_parser.h"
-#include "mime.h"
+#include "cache.h"
 #include "respond.h"
 #include "uri.h"
 #include "zchttpd.h"
@@ -152,39 +152,28 @@ static int redirect_slash(struct request_ctx *rc, zc_agg *out,
 	return resp_error(out, 301, rc->head, rc->keep_alive, loc) ? 500 : 0;
 }
 
-static int send_file(struct request_ctx *rc, zc_agg *out, int fd,
-		     const char *name, size_t name_len)
+/* Build the response for a cached (or private) entry.  The body is the
+ * entry's buffer for small files, a file extent otherwise. */
+static int serve_entry(struct request_ctx *rc, zc_agg *out,
+		       struct cache_entry *e)
 {
 	const struct http_request *req = rc->req;
-	char etag[64], lastmod[HTTP_DATE_LEN + 1];
-	uint64_t start = 0, len;
-	struct zc_file_version v;
+	uint64_t start = 0, len = (uint64_t)e->v.size;
 	struct resp_head h;
-	zc_file *file;
 	int status = 200, err;
 
-	err = zc_file_from_fd(fd, &file);
-	if (err)
-		return status_for_errno(-err);
-	zc_file_version(file, &v);
-	len = (uint64_t)v.size;
-	snprintf(etag, sizeof(etag), "\"%llx-%llx\"",
-		 (unsigned long long)v.mtime_ns, (unsigned long long)v.size);
-	http_date_format(v.mtime_ns / 1000000000, lastmod);
-
-	if (not_modified(req, etag, v.mtime_ns / 1000000000)) {
+	if (not_modified(req, e->etag, e->v.mtime_ns / 1000000000)) {
 		resp_begin(&h, 304);
-		resp_add(&h, "ETag", etag);
-		resp_add(&h, "Last-Modified", lastmod);
+		resp_add(&h, "ETag", e->etag);
+		resp_add(&h, "Last-Modified", e->lastmod);
 		resp_end(&h, rc->keep_alive);
 		rc->status = 304;
-		zc_file_release(file);
 		return h.overflow ? 500 :
 		       zc_agg_append_bytes(out, NULL, h.buf, h.len) ? 503 : 0;
 	}
-	if (req->range.p && range_applies(req, etag, lastmod)) {
+	if (req->range.p && range_applies(req, e->etag, e->lastmod)) {
 		switch (http_range_parse(req->range.p, req->range.len,
-					 (uint64_t)v.size, &start, &len)) {
+					 (uint64_t)e->v.size, &start, &len)) {
 		case HTTP_RANGE_OK:
 			status = 206;
 			break;
@@ -192,38 +181,37 @@ static int send_file(struct request_ctx *rc, zc_agg *out, int fd,
 			char cr[64];
 
 			snprintf(cr, sizeof(cr), "Content-Range: bytes */%llu\r\n",
-				 (unsigned long long)v.size);
-			zc_file_release(file);
+				 (unsigned long long)e->v.size);
 			rc->status = 416;
 			return resp_error(out, 416, rc->head, rc->keep_alive,
 					  cr) ? 500 : 0;
 		}
 		case HTTP_RANGE_IGNORE:
 			start = 0;
-			len = (uint64_t)v.size;
+			len = (uint64_t)e->v.size;
 			break;
 		}
 	}
 	resp_begin(&h, status);
-	resp_add(&h, "Content-Type", mime_type(name, name_len));
+	resp_add(&h, "Content-Type", e->mime);
 	resp_addf(&h, "Content-Length", "%llu", (unsigned long long)len);
-	resp_add(&h, "Last-Modified", lastmod);
-	resp_add(&h, "ETag", etag);
+	resp_add(&h, "Last-Modified", e->lastmod);
+	resp_add(&h, "ETag", e->etag);
 	resp_add(&h, "Accept-Ranges", "bytes");
 	if (status == 206)
 		resp_addf(&h, "Content-Range", "bytes %llu-%llu/%llu",
 			  (unsigned long long)start,
 			  (unsigned long long)(start + len - 1),
-			  (unsigned long long)v.size);
+			  (unsigned long long)e->v.size);
 	resp_end(&h, rc->keep_alive);
-	if (h.overflow) {
-		zc_file_release(file);
+	if (h.overflow)
 		return 500;
-	}
 	err = zc_agg_append_bytes(out, NULL, h.buf, h.len);
-	if (!err && !rc->head && len)
-		err = zc_agg_append_file(out, file, start, (size_t)len);
-	zc_file_release(file);	/* the aggregate holds its own reference */
+	if (!err && !rc->head && len) {
+		err = e->body ? zc_agg_append_buf(out, e->body, start, len)
+			      : zc_agg_append_file(out, e->file, start, len);
+		rc->entry = e;	/* the response uses it: pin while sent */
+	}
 	if (err)
 		return 503;
 	rc->status = status;
@@ -231,57 +219,88 @@ static int send_file(struct request_ctx *rc, zc_agg *out, int fd,
 	return 0;
 }
 
+/* Open the file a request names (normalized `path`), following a directory
+ * to its index.html; fills fs_path.  Returns an fd or a negative status. */
+static int open_target(struct worker *w, struct request_ctx *rc, zc_agg *out,
+		       const char *path, const struct uri_path *up,
+		       char *fs_path, size_t fs_size)
+{
+	struct stat st;
+	int fd, dfd, err;
+
+	fd = open_beneath(w, w->rootfd, up->len ? path : ".");
+	if (fd < 0)
+		return -status_for_errno(-fd);
+	if (fstat(fd, &st) < 0) {
+		err = errno;
+		close(fd);
+		return -status_for_errno(err);
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (!up->trailing_slash) {
+			close(fd);
+			err = redirect_slash(rc, out, up);
+			return err ? -err : -301;
+		}
+		dfd = fd;
+		fd = open_beneath(w, dfd, "index.html");
+		close(dfd);
+		if (fd < 0)	/* no listing of directories */
+			return fd == -ENOENT ? -403 : -status_for_errno(-fd);
+		if (fstat(fd, &st) < 0) {
+			err = errno;
+			close(fd);
+			return -status_for_errno(err);
+		}
+		snprintf(fs_path, fs_size, "%s%sindex.html", path,
+			 up->len ? "/" : "");
+	} else if (up->trailing_slash) {
+		/* "/file.txt/" names no directory: 404, as nginx says. */
+		close(fd);
+		return -404;
+	} else {
+		snprintf(fs_path, fs_size, "%s", path);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -403;
+	}
+	return fd;
+}
+
 int static_serve(struct worker *w, struct request_ctx *rc, zc_agg *out)
 {
 	const struct http_request *req = rc->req;
-	char path[PATH_MAX_LEN];
+	char path[PATH_MAX_LEN], key[PATH_MAX_LEN + 2];
+	char fs_path[PATH_MAX_LEN + 16];
+	uint64_t now = ev_now_ms(w->loop);
+	struct cache_entry *e;
 	struct uri_path up;
-	struct stat st;
 	enum uri_error ue;
-	const char *name;
 	int fd, err;
 
 	ue = uri_normalize_path(req->path.p, req->path.len, path, sizeof(path),
 				&up);
 	if (ue != URI_OK)
 		return (int)ue;
-	fd = open_beneath(w, w->rootfd, up.len ? path : ".");
-	if (fd < 0)
-		return status_for_errno(-fd);
-	if (fstat(fd, &st) < 0) {
-		err = errno;
+	/* The key keeps the trailing slash: "/dir" redirects, "/dir/" is
+	 * the index. */
+	snprintf(key, sizeof(key), "/%s%s", path,
+		 up.trailing_slash && up.len ? "/" : "");
+	e = cache_lookup(w->cache, key, now);
+	if (!e) {
+		fd = open_target(w, rc, out, path, &up, fs_path,
+				 sizeof(fs_path));
+		if (fd == -301)
+			return 0;	/* the redirect is in out */
+		if (fd < 0)
+			return -fd;
+		e = cache_get_file(w->cache, key, fs_path, fd, now);
 		close(fd);
-		return status_for_errno(err);
+		if (!e)
+			return 503;
 	}
-	name = path;
-	if (!S_ISDIR(st.st_mode) && up.trailing_slash) {
-		/* "/file.txt/" names no directory: 404, as nginx says. */
-		close(fd);
-		return 404;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		int dfd = fd;
-
-		if (!up.trailing_slash) {
-			close(dfd);
-			return redirect_slash(rc, out, &up);
-		}
-		fd = open_beneath(w, dfd, "index.html");
-		close(dfd);
-		if (fd < 0)	/* no listing of directories */
-			return fd == -ENOENT ? 403 : status_for_errno(-fd);
-		if (fstat(fd, &st) < 0) {
-			err = errno;
-			close(fd);
-			return status_for_errno(err);
-		}
-		name = "index.html";
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return 403;
-	}
-	err = send_file(rc, out, fd, name, strlen(name));
-	close(fd);
+	err = serve_entry(rc, out, e);
+	cache_put(w->cache, e);	/* rc->entry is pinned by the caller */
 	return err;
 }

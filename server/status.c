@@ -39,6 +39,14 @@ static void sum(const struct worker *w, struct worker_stats *t)
 		t->timeouts += s->timeouts;
 		t->zc_bytes_by_reference += s->zc_bytes_by_reference;
 		t->zc_bytes_copied += s->zc_bytes_copied;
+		t->cache.hits += s->cache.hits;
+		t->cache.misses += s->cache.misses;
+		t->cache.revalidations += s->cache.revalidations;
+		t->cache.stale += s->cache.stale;
+		t->cache.evictions += s->cache.evictions;
+		t->cache.bytes += s->cache.bytes;
+		t->cache.entries += s->cache.entries;
+		t->cache.pinned_entries += s->cache.pinned_entries;
 	}
 }
 
@@ -54,12 +62,19 @@ static int render_json(const struct worker *w, const struct worker_stats *t,
 		"\"bytes_sent\":%llu,\"connections\":{\"open\":%llu,"
 		"\"total\":%llu,\"refused\":%llu,\"timeouts\":%llu},"
 		"\"zero_copy\":{\"bytes_by_reference\":%llu,"
-		"\"bytes_copied\":%llu},\"backend\":\"%s\"}\n",
+		"\"bytes_copied\":%llu},"
+		"\"cache\":{\"hits\":%llu,\"misses\":%llu,"
+		"\"revalidations\":%llu,\"stale\":%llu,\"evictions\":%llu,"
+		"\"bytes\":%llu,\"entries\":%llu,\"pinned\":%llu},"
+		"\"backend\":\"%s\"}\n",
 		w->nworkers, U(t->requests), U(t->responses[1]),
 		U(t->responses[2]), U(t->responses[3]), U(t->responses[4]),
 		U(t->responses[5]), U(t->bytes_sent), U(t->conns_open),
 		U(t->conns_total), U(t->conns_refused), U(t->timeouts),
 		U(t->zc_bytes_by_reference), U(t->zc_bytes_copied),
+		U(t->cache.hits), U(t->cache.misses), U(t->cache.revalidations),
+		U(t->cache.stale), U(t->cache.evictions), U(t->cache.bytes),
+		U(t->cache.entries), U(t->cache.pinned_entries),
 		zc_backend_name());
 }
 
@@ -94,6 +109,17 @@ static int render_prometheus(const struct worker_stats *t, char *b, size_t n)
 	  U(t->zc_bytes_by_reference));
 	P("zchttpd_zero_copy_bytes_total{how=\"copied\"} %llu\n",
 	  U(t->zc_bytes_copied));
+	P("# TYPE zchttpd_cache_lookups_total counter\n");
+	P("zchttpd_cache_lookups_total{result=\"hit\"} %llu\n",
+	  U(t->cache.hits));
+	P("zchttpd_cache_lookups_total{result=\"miss\"} %llu\n",
+	  U(t->cache.misses));
+	P("# TYPE zchttpd_cache_evictions_total counter\n");
+	P("zchttpd_cache_evictions_total %llu\n", U(t->cache.evictions));
+	P("# TYPE zchttpd_cache_bytes gauge\n");
+	P("zchttpd_cache_bytes %llu\n", U(t->cache.bytes));
+	P("# TYPE zchttpd_cache_entries gauge\n");
+	P("zchttpd_cache_entries %llu\n", U(t->cache.entries));
 #undef P
 	return (int)k;
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "access_log.h"
+#include "cache.h"
 #include "respond.h"
 #include "worker.h"
 
@@ -77,6 +78,7 @@ static void before_sleep(struct ev_loop *loop, void *data)
 	zc_io_stats(&io);
 	w->stats->zc_bytes_by_reference = io.bytes_by_reference;
 	w->stats->zc_bytes_copied = io.bytes_copied;
+	cache_stats(w->cache, &w->stats->cache);
 	if (w->stopping && w->nconns == 0)
 		ev_stop(loop);
 }
@@ -111,6 +113,16 @@ int worker_run(struct worker *w)
 	ev_timer_list_register(w->loop, &w->t_send);
 	ev_timer_list_register(w->loop, &w->t_linger);
 	ev_timer_list_register(w->loop, &t_shutdown);
+	struct cache_config cc = {
+		.budget = cfg->cache_bytes,
+		.max_entries = 8192,
+		.small_max = cfg->cache_small_max,
+		.ttl_ms = cfg->cache_ttl_ms,
+		.cost = GDS_COST_ONE,
+	};
+	err = cache_create(&cc, w->rootfd, &w->cache);
+	if (err)
+		return err;
 	err = access_log_open(cfg->access_log, &w->log);
 	if (err) {
 		fprintf(stderr, "zchttpd: access log %s: %s\n", cfg->access_log,
@@ -128,6 +140,7 @@ int worker_run(struct worker *w)
 	/* Deadline passed or all done: whatever is left is cut off. */
 	conn_close_all(w);
 	access_log_close(w->log);
+	cache_destroy(w->cache);
 	ev_loop_destroy(w->loop);
 	return err;
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "cache.h"
 #include "event.h"
 #include "http_parser.h"
 #include "zc.h"
@@ -34,6 +35,9 @@ struct config {
 	const char *status_path;	/* NULL: no status endpoint */
 	bool follow_symlinks_outside;	/* allow symlinks leaving the root */
 	struct http_limits limits;
+	uint64_t cache_bytes;		/* unified cache budget per worker */
+	unsigned cache_ttl_ms;		/* revalidate entries older than this */
+	uint64_t cache_small_max;	/* bodies up to this live in memory */
 };
 
 /* Counters of one worker, in shared memory (only its worker writes). */
@@ -47,6 +51,7 @@ struct worker_stats {
 	uint64_t timeouts;
 	uint64_t zc_bytes_by_reference;	/* copied from zc_io_stats() */
 	uint64_t zc_bytes_copied;
+	struct cache_stats cache;	/* copied from cache_stats() */
 	pid_t pid;
 };
 
@@ -68,6 +73,7 @@ struct worker {
 	struct worker_stats *all_stats;	/* every worker's slot */
 	int nworkers;
 	struct access_log *log;
+	struct cache *cache;
 	/* One request is handled at a time: header slots are per worker. */
 	struct http_header slots[256];
 };
@@ -87,6 +93,8 @@ struct request_ctx {
 	bool keep_alive;
 	int status;			/* filled: the status sent */
 	uint64_t body_bytes;		/* filled: bytes of body */
+	struct cache_entry *entry;	/* filled: cache entry the response
+					 * body uses (caller pins it) */
 };
 int static_serve(struct worker *w, struct request_ctx *rc, zc_agg *out);
 

@@ -14,6 +14,7 @@ start_server() { # extra options...
 		--access-log "$BATS_TEST_TMPDIR/access.log" "$@" \
 		2>"$BATS_TEST_TMPDIR/server.err" &
 	PID=$!
+	URL="http://127.0.0.1:$PORT"
 	for _ in $(seq 100); do
 		curl -s -o /dev/null "http://127.0.0.1:$PORT/" && return 0
 		sleep 0.05
@@ -34,7 +35,6 @@ setup() {
 	ln -s "$BATS_TEST_TMPDIR/outside.txt" "$ROOT/escape.txt"
 	ln -s small.txt "$ROOT/inside-link.txt"
 	start_server
-	URL="http://127.0.0.1:$PORT"
 }
 
 teardown() {
@@ -196,11 +196,14 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 
 @test "graceful shutdown finishes a response in flight" {
 	# A slow reader: the 300 KB response cannot leave at once.
-	python3 - "$PORT" > "$BATS_TEST_TMPDIR/slow.out" <<'PY' &
+	python3 - "$PORT" "$BATS_TEST_TMPDIR/sent" > "$BATS_TEST_TMPDIR/slow.out" <<'PY' &
 import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", int(sys.argv[1])))
 s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+time.sleep(0.3)            # the server is now blocked on our full window
+open(sys.argv[2], "w").close()
 time.sleep(0.5)
 data = b""
 while True:
@@ -213,7 +216,7 @@ body = data.split(b"\r\n\r\n", 1)[1]
 sys.stdout.write("%d\n" % len(body))
 PY
 	reader=$!
-	sleep 0.2
+	for _ in $(seq 100); do [ -e "$BATS_TEST_TMPDIR/sent" ] && break; sleep 0.05; done
 	kill -TERM "$PID"
 	wait "$reader"
 	[ "$(cat "$BATS_TEST_TMPDIR/slow.out")" = 300000 ]
@@ -234,4 +237,30 @@ PY
 	[ "$status" -eq 1 ]
 	run "$ZCHTTPD" --help
 	[ "$status" -eq 0 ]; [[ "$output" == *usage* ]]
+}
+
+@test "unified cache: evictions under a small budget keep every byte right" {
+	teardown
+	for i in $(seq 40); do head -c $((1000 + i * 997)) /dev/urandom > "$ROOT/f$i.bin"; done
+	start_server --cache-size 64k --cache-small-max 16k --workers 1
+	for round in 1 2 3; do
+		for i in $(seq 40); do
+			[ "$(curl -s "http://127.0.0.1:$PORT/f$i.bin" | sha256sum)" = "$(sha256sum < "$ROOT/f$i.bin")" ]
+		done
+	done
+	run curl -s "http://127.0.0.1:$PORT/.zc/status"
+	python3 -c 'import json,sys; c=json.loads(sys.argv[1])["cache"]; assert c["evictions"] > 0 and c["hits"] > 0 and c["bytes"] <= 65536, c' "$output"
+}
+
+@test "unified cache: replaced and deleted files are noticed within the TTL" {
+	teardown
+	start_server --cache-ttl 200 --workers 1
+	[ "$(curl -s "$URL/small.txt")" = 'small file' ]
+	printf 'new content\n' > "$ROOT/new.txt"
+	mv "$ROOT/new.txt" "$ROOT/small.txt"      # replaced by rename, same size
+	sleep 0.3
+	[ "$(curl -s "http://127.0.0.1:$PORT/small.txt")" = 'new content' ]
+	rm "$ROOT/small.txt"
+	sleep 0.3
+	[ "$(code "http://127.0.0.1:$PORT/small.txt")" = 404 ]
 }

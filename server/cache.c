@@ -1,0 +1,311 @@
+/*
+ * cache.c - the unified cache (see cache.h): a chained hash table of
+ * entries whose byte budget libgds enforces with Greedy-Dual-Size.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "mime.h"
+
+/* What an entry costs beyond its body: the struct, names, descriptor. */
+#define ENTRY_OVERHEAD 512
+
+struct cache {
+	struct cache_config cfg;
+	int rootfd;
+	struct gds gds;
+	zc_pool *pool;			/* small bodies */
+	struct cache_entry **buckets;
+	size_t nbuckets;		/* power of two */
+	struct cache_stats st;
+};
+
+static uint64_t hash_key(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static void entry_free(struct cache_entry *e)
+{
+	zc_file_release(e->file);
+	zc_buf_release(e->body);
+	free(e->key);
+	free(e->fs_path);
+	free(e);
+}
+
+static void entry_put(struct cache *c, struct cache_entry *e)
+{
+	(void)c;
+	if (--e->refs == 0)
+		entry_free(e);
+}
+
+/* Take e out of the hash table (it may live on while pinned). */
+static void unlink_entry(struct cache *c, struct cache_entry *e)
+{
+	struct cache_entry **pp = &c->buckets[e->hash & (c->nbuckets - 1)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	e->in_table = false;
+	c->st.entries--;
+	c->st.bytes -= e->g.size;
+}
+
+/* libgds chose e as the least valuable unpinned entry. */
+static void on_evict(struct gds_entry *g, void *arg)
+{
+	struct cache *c = arg;
+	struct cache_entry *e = (struct cache_entry *)g;
+
+	c->st.evictions++;
+	unlink_entry(c, e);
+	entry_put(c, e);
+}
+
+static void drop(struct cache *c, struct cache_entry *e)
+{
+	/* In use: leave the budget now, free after the last unpin (the
+	 * responses' references keep it alive). */
+	while (e->g.pins) {
+		gds_unpin(&c->gds, &e->g);
+		c->st.pinned_entries--;
+	}
+	gds_remove(&c->gds, &e->g);
+	unlink_entry(c, e);
+	entry_put(c, e);
+}
+
+int cache_create(const struct cache_config *cfg, int rootfd,
+		 struct cache **out)
+{
+	struct gds_config g = {
+		.budget = cfg->budget,
+		.max_entries = cfg->max_entries,
+		.cost = cfg->cost,
+		.freq = cfg->freq,
+		.evict = on_evict,
+	};
+	struct cache *c;
+	int err;
+
+	*out = NULL;
+	if (!cfg->budget || !cfg->max_entries)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->cfg = *cfg;
+	c->rootfd = rootfd;
+	c->nbuckets = 64;
+	while (c->nbuckets < 2ull * cfg->max_entries)
+		c->nbuckets *= 2;
+	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	g.evict_arg = c;
+	err = c->buckets ? gds_init(&c->gds, &g) : -ENOMEM;
+	/* The pool only reserves address space; bodies use what they touch. */
+	if (!err)
+		err = zc_pool_create(cfg->budget, &c->pool);
+	if (err) {
+		free(c->buckets);
+		free(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+void cache_destroy(struct cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct cache_entry *e = c->buckets[i], *next;
+
+		for (; e; e = next) {
+			next = e->hnext;
+			entry_free(e);	/* pinned ones too: the process ends */
+		}
+	}
+	gds_destroy(&c->gds);
+	zc_pool_destroy(c->pool);
+	free(c->buckets);
+	free(c);
+}
+
+static bool still_same(const struct cache *c, const struct cache_entry *e)
+{
+	struct stat st;
+
+	if (fstatat(c->rootfd, e->fs_path, &st, 0) < 0)
+		return false;
+	return (uint64_t)st.st_dev == e->v.dev &&
+	       (uint64_t)st.st_ino == e->v.ino &&
+	       (int64_t)st.st_size == e->v.size &&
+	       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec ==
+		       e->v.mtime_ns &&
+	       (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec ==
+		       e->v.ctime_ns;
+}
+
+struct cache_entry *cache_lookup(struct cache *c, const char *key,
+				 uint64_t now_ms)
+{
+	uint64_t h = hash_key(key);
+	struct cache_entry *e = c->buckets[h & (c->nbuckets - 1)];
+
+	while (e && (e->hash != h || strcmp(e->key, key)))
+		e = e->hnext;
+	if (!e) {
+		c->st.misses++;
+		return NULL;
+	}
+	if (now_ms - e->checked_ms >= c->cfg.ttl_ms) {
+		c->st.revalidations++;
+		if (!still_same(c, e)) {
+			c->st.stale++;
+			c->st.misses++;
+			drop(c, e);
+			return NULL;
+		}
+		e->checked_ms = now_ms;
+	}
+	c->st.hits++;
+	gds_hit(&c->gds, &e->g);
+	e->refs++;	/* the caller's */
+	return e;
+}
+
+/* Read a small file whole into a pool buffer; NULL if it changed size. */
+static zc_buf *read_body(struct cache *c, zc_file *f, size_t size)
+{
+	zc_buf *b;
+	size_t got = 0;
+
+	if (zc_buf_alloc(c->pool, size, &b))
+		return NULL;
+	while (got < size) {
+		ssize_t n = pread(zc_file_fd(f), (char *)zc_buf_wptr(b) + got,
+				  size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			zc_buf_release(b);
+			return NULL;
+		}
+		got += (size_t)n;
+	}
+	/* Written while we read?  Then these bytes may be a mix. */
+	if (zc_file_check(f)) {
+		zc_buf_release(b);
+		return NULL;
+	}
+	zc_buf_publish(b, size);
+	return b;
+}
+
+static struct cache_entry *entry_new(const char *key, const char *fs_path,
+				     int fd, uint64_t now_ms)
+{
+	struct cache_entry *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	gds_entry_init(&e->g);
+	e->refs = 1;	/* the caller's */
+	e->key = strdup(key);
+	e->fs_path = strdup(fs_path);
+	if (!e->key || !e->fs_path || zc_file_from_fd(fd, &e->file)) {
+		entry_free(e);
+		return NULL;
+	}
+	zc_file_version(e->file, &e->v);
+	snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx\"",
+		 (unsigned long long)e->v.mtime_ns,
+		 (unsigned long long)e->v.size);
+	http_date_format(e->v.mtime_ns / 1000000000, e->lastmod);
+	e->mime = mime_type(fs_path, strlen(fs_path));
+	e->checked_ms = now_ms;
+	e->hash = hash_key(key);
+	return e;
+}
+
+struct cache_entry *cache_get_file(struct cache *c, const char *key,
+				   const char *fs_path, int fd,
+				   uint64_t now_ms)
+{
+	struct cache_entry *e = entry_new(key, fs_path, fd, now_ms), *old;
+	uint64_t charge;
+
+	if (!e)
+		return NULL;
+	if (e->v.size > 0 && (uint64_t)e->v.size <= c->cfg.small_max)
+		e->body = read_body(c, e->file, (size_t)e->v.size);
+
+	/* A stale twin goes first. */
+	old = c->buckets[e->hash & (c->nbuckets - 1)];
+	while (old && (old->hash != e->hash || strcmp(old->key, key)))
+		old = old->hnext;
+	if (old)
+		drop(c, old);
+
+	charge = ENTRY_OVERHEAD + (e->body ? zc_buf_capacity(e->body) : 0);
+	if (gds_insert(&c->gds, &e->g, charge, (double)charge, 0) < 0) {
+		/* Pinned entries fill the budget: serve it uncached. */
+		c->st.not_admitted++;
+		return e;
+	}
+	e->refs++;	/* the table's */
+	e->in_table = true;
+	e->hnext = c->buckets[e->hash & (c->nbuckets - 1)];
+	c->buckets[e->hash & (c->nbuckets - 1)] = e;
+	c->st.entries++;
+	c->st.bytes += charge;
+	return e;
+}
+
+void cache_put(struct cache *c, struct cache_entry *e)
+{
+	if (e)
+		entry_put(c, e);
+}
+
+void cache_pin(struct cache *c, struct cache_entry *e)
+{
+	e->refs++;
+	if (e->in_table) {
+		gds_pin(&c->gds, &e->g);
+		c->st.pinned_entries++;
+	}
+}
+
+void cache_unpin(struct cache *c, struct cache_entry *e)
+{
+	if (e->in_table && e->g.pins) {
+		gds_unpin(&c->gds, &e->g);
+		c->st.pinned_entries--;
+	}
+	entry_put(c, e);
+}
+
+void cache_stats(const struct cache *c, struct cache_stats *st)
+{
+	*st = c->st;
+}

@@ -1,0 +1,89 @@
+/*
+ * cache.h - zchttpd's unified cache: path -> open file, its validators,
+ * the prebuilt part of its response head, and for small files the body in
+ * a pool buffer.  One cache per worker (no locks); Greedy-Dual-Size
+ * (libgds) decides what stays within the byte budget.
+ *
+ * Freshness: an entry is trusted for `ttl_ms` after it was last checked;
+ * after that the next request stats the path again (device, inode, size,
+ * mtime) and a changed, replaced or deleted file is reloaded or dropped.
+ * So a change is never served stale for longer than ttl_ms.
+ *
+ * Pinning: an entry whose buffer or file is part of a response still being
+ * sent is pinned (cache_pin); pinned entries are never chosen for eviction,
+ * and an entry dropped from the cache while pinned lives on until the last
+ * response using it is done (cache_unpin frees it then).
+ */
+#ifndef ZC_CACHE_H
+#define ZC_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gds.h"
+#include "http_parser.h"
+#include "zc.h"
+
+struct cache_entry {
+	struct gds_entry g;		/* first: libgds hands this back */
+	struct cache_entry *hnext;	/* hash chain */
+	uint64_t hash;
+	unsigned refs;			/* 1 while in the table + pins */
+	bool in_table;
+	char *key;			/* request path, normalized ("dir/") */
+	char *fs_path;			/* file below the root ("dir/index.html") */
+	zc_file *file;
+	struct zc_file_version v;
+	zc_buf *body;			/* whole content of a small file, or NULL */
+	uint64_t checked_ms;
+	char etag[48];
+	char lastmod[HTTP_DATE_LEN + 1];
+	const char *mime;
+};
+
+struct cache_config {
+	uint64_t budget;		/* bytes (bodies + per-entry overhead) */
+	uint32_t max_entries;		/* bounds open descriptors too */
+	uint64_t small_max;		/* bodies up to this are held in memory */
+	unsigned ttl_ms;
+	enum gds_cost cost;
+	bool freq;			/* GDSF */
+};
+
+struct cache_stats {
+	uint64_t hits, misses, revalidations, stale, evictions, not_admitted;
+	uint64_t bytes, entries;
+	uint64_t pinned_entries;	/* pins held by responses in flight */
+};
+
+struct cache;
+
+int cache_create(const struct cache_config *cfg, int rootfd,
+		 struct cache **out);
+void cache_destroy(struct cache *c);
+
+/* The entry for `key`, or NULL (not cached, or found changed and
+ * dropped).  `now_ms` drives revalidation.  The caller gets a reference:
+ * cache_put() it when done. */
+struct cache_entry *cache_lookup(struct cache *c, const char *key,
+				 uint64_t now_ms);
+
+/* An entry for an open regular file (fd is duplicated, not taken), with a
+ * reference for the caller.  Small files are read into a pool buffer now.
+ * The entry is admitted to the cache if the budget allows; otherwise it is
+ * a private entry that lives as long as its references.  NULL only when
+ * out of memory. */
+struct cache_entry *cache_get_file(struct cache *c, const char *key,
+				   const char *fs_path, int fd,
+				   uint64_t now_ms);
+void cache_put(struct cache *c, struct cache_entry *e);
+
+/* A response in flight uses e: keep it (and out of eviction) until
+ * cache_unpin. */
+void cache_pin(struct cache *c, struct cache_entry *e);
+void cache_unpin(struct cache *c, struct cache_entry *e);
+
+void cache_stats(const struct cache *c, struct cache_stats *st);
+
+#endif
