@@ -46,6 +46,7 @@ struct zc_pool {
 	int ro_fd;		/* owner: read-only reopening sent to peers,
 				 * opened on first zc_pool_send; else -1 */
 	bool owner;		/* created here (RW) or imported (RO) */
+	unsigned fork_gen;	/* fork generation it was created in */
 	size_t size;
 	uint64_t id;		/* st_ino of the memfd */
 	unsigned char *base;	/* owner: RW mapping; import: RO, lazily */
@@ -60,6 +61,9 @@ struct zc_pool {
 	struct zc_pool_stats st;
 };
 
+/* Created here, in this process (not imported, not inherited by fork):
+ * only then may buffers be allocated from it and recycled into it. */
+bool zc_pool_usable(const zc_pool *pool);
 /* Map an imported pool read-only if not yet mapped.  NULL on failure. */
 unsigned char *zc_pool_base(zc_pool *pool);
 void zc_pool_get(zc_pool *pool);

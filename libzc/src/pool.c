@@ -37,6 +37,9 @@
 
 #define ZC_POOL_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
+/* Bumped in every forked child (see zc_pool_usable). */
+static atomic_uint fork_gen;
+
 static zc_pool *pool_new(int fd, size_t size, bool owner)
 {
 	struct stat st;
@@ -51,6 +54,7 @@ static zc_pool *pool_new(int fd, size_t size, bool owner)
 	p->fd = fd;
 	p->ro_fd = -1;
 	p->owner = owner;
+	p->fork_gen = atomic_load(&fork_gen);
 	p->size = size;
 	p->id = (uint64_t)st.st_ino;
 	p->npages = size / ZC_PAGE_SIZE;
@@ -250,8 +254,8 @@ int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
 	*out = NULL;
 	if (!pool && !(pool = zc_default_pool()))
 		return -ENOMEM;
-	if (!pool->owner)
-		return -EPERM;
+	if (!zc_pool_usable(pool))
+		return -EPERM;	/* imported, or inherited across fork */
 	if (len == 0 || len > pool->size)
 		return -EINVAL;
 	npg = ZC_PAGE_ROUND(len) / ZC_PAGE_SIZE;
@@ -297,6 +301,12 @@ void zc_pool_recycle(zc_pool *p, zc_buf *b)
 	size_t npg = b->cap / ZC_PAGE_SIZE;
 	bool detached = false;
 
+	if (ZC_UNLIKELY(!zc_pool_usable(p))) {
+		/* Inherited across fork: the memory is the parent's. */
+		free(b);
+		zc_pool_put(p);
+		return;
+	}
 	if (atomic_load_explicit(&b->flags, memory_order_acquire) & ZC_BUF_KREF) {
 		/* The kernel may still read these pages: let it keep them and
 		 * take fresh ones ourselves (see the comment at the top). */
@@ -358,21 +368,53 @@ void zc_pool_destroy(zc_pool *pool)
 	zc_pool_put(pool);
 }
 
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
-static zc_pool *default_pool;
-static int default_err;
+/*
+ * fork: a child inherits the parent's pool objects, bitmaps included, but
+ * the memfds stay shared.  If both allocated from one pool they would hand
+ * out the same pages; if the child detached (punched) a range it would
+ * zero the parent's memory.  So every pool remembers the fork generation
+ * it was created in, and in a later generation it behaves as imported:
+ * readable, never allocated from, never recycled.  The child gets a fresh
+ * default pool of its own on first use.
+ */
+static _Atomic(zc_pool *) default_pool;
 
-static void default_pool_init(void)
+static void atfork_child(void)
 {
-	default_err = zc_pool_create(ZC_POOL_DEFAULT_SIZE, &default_pool);
+	atomic_fetch_add(&fork_gen, 1);
+	atomic_store(&default_pool, NULL);
+}
+
+__attribute__((constructor)) static void pool_init_fork(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+bool zc_pool_usable(const zc_pool *p)
+{
+	return p->owner && p->fork_gen == atomic_load_explicit(
+					&fork_gen, memory_order_relaxed);
 }
 
 zc_pool *zc_default_pool(void)
 {
-	pthread_once(&default_once, default_pool_init);
-	if (!default_pool)
-		errno = -default_err;
-	return default_pool;
+	zc_pool *p = atomic_load_explicit(&default_pool, memory_order_acquire);
+	zc_pool *expected = NULL;
+	int err;
+
+	if (ZC_LIKELY(p))
+		return p;
+	err = zc_pool_create(ZC_POOL_DEFAULT_SIZE, &p);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	/* Two threads may race to create it: one wins, the other's goes. */
+	if (!atomic_compare_exchange_strong(&default_pool, &expected, p)) {
+		zc_pool_destroy(p);
+		p = expected;
+	}
+	return p;
 }
 
 uint64_t zc_pool_id(const zc_pool *pool)

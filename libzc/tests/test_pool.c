@@ -267,6 +267,47 @@ static void test_default_pool(void **state)
 	assert_string_equal(zc_backend_name(), "portable");
 }
 
+/* A forked child must not allocate from, or recycle into, its parent's
+ * pools (same memfd, separate bitmaps); it gets a default pool of its own. */
+static void test_fork_child_gets_own_pools(void **state)
+{
+	zc_pool *p, *parent_default = zc_default_pool();
+	zc_buf *b, *kept;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(zc_pool_create(1 << 16, &p), 0);
+	assert_int_equal(zc_buf_from_bytes(p, "parent", 6, &kept), 0);
+	zc_buf_mark_kref(kept);	/* releasing it in the child must not punch */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		zc_buf *x;
+
+		if (zc_buf_alloc(p, 10, &x) != -EPERM)
+			_exit(1);
+		if (zc_default_pool() == parent_default || !zc_default_pool())
+			_exit(2);
+		if (zc_buf_alloc(NULL, 10, &x))
+			_exit(3);
+		zc_buf_release(x);
+		if (memcmp(zc_buf_data(kept), "parent", 6))
+			_exit(4);
+		zc_buf_release(kept);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* The child's release did not punch our pages. */
+	assert_memory_equal(zc_buf_data(kept), "parent", 6);
+	assert_int_equal(zc_buf_alloc(p, 10, &b), 0);
+	zc_buf_release(b);
+	zc_buf_release(kept);
+	zc_pool_destroy(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_share_with_peer),
 		cmocka_unit_test(test_import_rejects_unsealed),
 		cmocka_unit_test(test_default_pool),
+		cmocka_unit_test(test_fork_child_gets_own_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
