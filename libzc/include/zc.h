@@ -269,7 +269,9 @@ typedef struct zc_channel zc_channel;
 int zc_channel_open(int sock, zc_channel **out);
 /* A connected pair in this process (for fork, threads and tests). */
 int zc_channel_pair(zc_channel **a, zc_channel **b);
-/* The descriptor to poll for readability. */
+/* The descriptor to poll for readability.  A wake-up reaches only a side
+ * that has said it waits: call zc_channel_recv until it returns -EAGAIN,
+ * then poll for POLLIN (polling before ever receiving can sleep forever). */
 int zc_channel_fd(const zc_channel *ch);
 /* Send an aggregate as descriptors: buffers are lent to the peer until it
  * releases them; file slices send the file descriptor once, then extents.
