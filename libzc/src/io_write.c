@@ -437,6 +437,18 @@ static ssize_t write_channel(int fd, zc_agg *agg)
 	return (ssize_t)len;
 }
 
+int zc_sink_init_tcp(zc_sink *sink, int fd, int nonblock)
+{
+	if (!sink)
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	sink->fd = fd;
+	sink->kind = ZC_FD_TCP;
+	sink->flags = nonblock ? SINK_NONBLOCK : 0;
+	return 0;
+}
+
 ssize_t iol_write_sink(const zc_sink *sink, zc_agg *agg)
 {
 	struct wstate w = { 0 };
