@@ -247,21 +247,24 @@ static struct cache_entry *entry_new(const char *key, const char *fs_path,
 	return e;
 }
 
-struct cache_entry *cache_get_file(struct cache *c, const char *key,
-				   const char *fs_path, int fd,
-				   uint64_t now_ms)
+struct cache_entry *cache_prepare(struct cache *c, const char *key,
+				  const char *fs_path, int fd, uint64_t now_ms)
 {
-	struct cache_entry *e = entry_new(key, fs_path, fd, now_ms), *old;
-	uint64_t charge;
+	struct cache_entry *e = entry_new(key, fs_path, fd, now_ms);
 
-	if (!e)
-		return NULL;
-	if (e->v.size > 0 && (uint64_t)e->v.size <= c->cfg.small_max)
+	if (e && e->v.size > 0 && (uint64_t)e->v.size <= c->cfg.small_max)
 		e->body = read_body(c, e->file, (size_t)e->v.size);
+	return e;
+}
+
+struct cache_entry *cache_admit(struct cache *c, struct cache_entry *e)
+{
+	struct cache_entry *old;
+	uint64_t charge;
 
 	/* A stale twin goes first. */
 	old = c->buckets[e->hash & (c->nbuckets - 1)];
-	while (old && (old->hash != e->hash || strcmp(old->key, key)))
+	while (old && (old->hash != e->hash || strcmp(old->key, e->key)))
 		old = old->hnext;
 	if (old)
 		drop(c, old);
@@ -279,6 +282,15 @@ struct cache_entry *cache_get_file(struct cache *c, const char *key,
 	c->st.entries++;
 	c->st.bytes += charge;
 	return e;
+}
+
+struct cache_entry *cache_get_file(struct cache *c, const char *key,
+				   const char *fs_path, int fd,
+				   uint64_t now_ms)
+{
+	struct cache_entry *e = cache_prepare(c, key, fs_path, fd, now_ms);
+
+	return e ? cache_admit(c, e) : NULL;
 }
 
 void cache_put(struct cache *c, struct cache_entry *e)

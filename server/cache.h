@@ -79,6 +79,14 @@ struct cache_entry *cache_get_file(struct cache *c, const char *key,
 				   uint64_t now_ms);
 void cache_put(struct cache *c, struct cache_entry *e);
 
+/* cache_get_file in two halves, for helper threads: cache_prepare does the
+ * blocking part (stat, reading a small body) and is safe on any thread (it
+ * touches only the cache's pool, which locks); cache_admit, on the loop
+ * thread, puts the prepared entry into the cache. */
+struct cache_entry *cache_prepare(struct cache *c, const char *key,
+				  const char *fs_path, int fd, uint64_t now_ms);
+struct cache_entry *cache_admit(struct cache *c, struct cache_entry *e);
+
 /* A response in flight uses e: keep it (and out of eviction) until
  * cache_unpin. */
 void cache_pin(struct cache *c, struct cache_entry *e);

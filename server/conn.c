@@ -14,6 +14,11 @@
  *            the rest; EPOLLOUT resumes it; the send timer runs while the
  *            client does not read.  No new request is parsed while output
  *            is pending beyond a small limit (backpressure for pipelining).
+ *   WAITING  the request needs the disk (a cache miss): a helper thread
+ *            opens and prepares the file (diskio.h) while the loop serves
+ *            others; the connection neither reads nor parses meanwhile,
+ *            and when the job is done the same request is answered again,
+ *            now from its result.
  *   LINGER   after an error response: our side is shut down for writing
  *            and the client's remaining input is read and dropped for a
  *            moment, so that unread input does not turn our close into a
@@ -43,7 +48,7 @@
 #define ACCEPT_BATCH 64
 #define MAX_INFLIGHT 32			/* pinned entries per connection */
 
-enum conn_state { C_IDLE, C_READING, C_WRITING, C_LINGER };
+enum conn_state { C_IDLE, C_READING, C_WRITING, C_WAITING, C_LINGER };
 
 struct conn {
 	struct conn *prev, *next;	/* worker's list */
@@ -57,7 +62,11 @@ struct conn {
 	struct http_parser parser;
 	zc_agg *out;
 	bool close_after;		/* close once out is sent */
-	bool want_out;			/* EPOLLOUT registered */
+	bool linger;			/* the client may still be sending:
+					 * close via LINGER, not at once */
+	uint32_t events;		/* epoll mask registered */
+	struct disk_job *pending;	/* helper job we wait for */
+	struct disk_job *done;		/* its result, for the re-answer */
 	struct sockaddr_storage peer;
 	/* Cache entries used by queued responses, oldest first, each with
 	 * the stream offset where its response ends: once `sent` passes
@@ -93,8 +102,14 @@ static void conn_free(struct conn *c)
 	struct worker *w = c->w;
 
 	unpin_sent(c, true);
+	if (c->pending)
+		c->pending->owner = NULL;	/* the loop frees it later */
+	if (c->done)
+		static_job_release(c->done);
 	ev_timer_disarm(&c->timer);
-	ev_del(w->loop, c->fd);
+	/* close() takes the fd out of epoll (nothing else holds it); just
+	 * make sure a stale event later in this batch finds no handler. */
+	ev_forget(w->loop, c->fd);
 	close(c->fd);
 	zc_agg_release(c->out);
 	free(c->in);
@@ -122,10 +137,12 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 		resp_error(c->out, 408, false, false, NULL);
 		c->w->stats->responses[4]++;
 		c->close_after = true;
+		c->linger = true;
 		c->in_len = 0;
 		c->state = C_WRITING;
 		process(c);
 		return;
+	case C_WAITING:		/* the disk did not answer in time */
 	case C_WRITING:
 		/* The client stopped reading: give up on it. */
 		c->w->stats->timeouts++;
@@ -145,13 +162,13 @@ static void arm(struct conn *c, struct ev_timer_list *l)
 
 /* Level-triggered: while a response is pending we wait for EPOLLOUT only
  * (input is not read then, and a readable socket must not wake us in a
- * loop); otherwise for EPOLLIN only. */
-static int set_events(struct conn *c, bool out)
+ * loop); while waiting for the disk for nothing; otherwise for EPOLLIN. */
+static int set_events(struct conn *c, uint32_t events)
 {
-	if (out == c->want_out)
+	if (events == c->events)
 		return 0;
-	c->want_out = out;
-	return ev_mod(c->w->loop, c->fd, out ? EPOLLOUT : EPOLLIN, on_io, c);
+	c->events = events;
+	return ev_mod(c->w->loop, c->fd, events, on_io, c);
 }
 
 static int conn_new(struct worker *w, int fd, const struct sockaddr_storage *ss)
@@ -165,13 +182,12 @@ static int conn_new(struct worker *w, int fd, const struct sockaddr_storage *ss)
 	}
 	c->w = w;
 	c->fd = fd;
-	if (zc_sink_init(&c->sink, fd)) {
-		zc_agg_release(c->out);
-		free(c);
-		return -EBADF;
-	}
+	/* Accepted from our own TCP listener, non-blocking: no need to
+	 * probe what kind of descriptor it is. */
+	zc_sink_init_tcp(&c->sink, fd, 1);
 	c->peer = *ss;
 	c->state = C_IDLE;
+	c->events = EPOLLIN;
 	http_parser_init(&c->parser);
 	/* Responses leave as whole aggregates: Nagle would only delay the
 	 * last partial segment of each one. */
@@ -227,7 +243,8 @@ void conn_close_idle(struct worker *w)
 		next = c->next;
 		if (c->state == C_IDLE || c->state == C_LINGER)
 			conn_free(c);
-		else
+		else if (c->state != C_WAITING)	/* that one is answered,
+						 * then closed (stopping) */
 			c->close_after = true;
 	}
 }
@@ -257,6 +274,24 @@ static void start_linger(struct conn *c)
 	arm(c, &c->w->t_linger);
 }
 
+/*
+ * The last response is sent.  Close at once when the client has nothing
+ * more on its way (the common case: one request, Connection: close); linger
+ * only when it may still be sending (an error cut its request short, a body
+ * we did not read, pipelined requests after the last one we answer), since
+ * closing with unread input makes the kernel send a reset that can destroy
+ * the response before the client has read it.  Returns false if freed.
+ */
+static bool finish(struct conn *c)
+{
+	if (c->linger || c->in_len) {
+		start_linger(c);
+		return true;
+	}
+	conn_free(c);
+	return false;
+}
+
 /* Send what we can; returns false if the connection was freed. */
 static bool flush(struct conn *c)
 {
@@ -273,7 +308,7 @@ static bool flush(struct conn *c)
 		if (n == -EAGAIN || n == -EINTR) {
 			if (n == -EINTR)
 				continue;
-			if (set_events(c, true)) {
+			if (set_events(c, EPOLLOUT)) {
 				conn_free(c);
 				return false;
 			}
@@ -287,14 +322,12 @@ static bool flush(struct conn *c)
 		conn_free(c);
 		return false;
 	}
-	if (set_events(c, false)) {
+	if (set_events(c, c->pending ? 0 : EPOLLIN)) {
 		conn_free(c);
 		return false;
 	}
-	if (c->close_after) {
-		start_linger(c);
-		return true;
-	}
+	if (c->close_after)
+		return finish(c);
 	return true;
 }
 
@@ -308,14 +341,16 @@ static void count_status(struct worker *w, int status)
 		w->stats->responses[cls]++;
 }
 
-/* Answer one parsed request by appending its response to c->out. */
-static void answer(struct conn *c, const struct http_request *req)
+/* Answer one parsed request by appending its response to c->out.  Returns
+ * false if the answer waits for a helper job (nothing was appended). */
+static bool answer(struct conn *c, const struct http_request *req)
 {
 	struct worker *w = c->w;
 	struct request_ctx rc = {
 		.req = req,
 		.head = req->method == HTTP_M_HEAD,
 		.keep_alive = (req->flags & HTTP_F_KEEP_ALIVE) && !w->stopping,
+		.done = c->done,
 	};
 	size_t before = zc_agg_len(c->out);
 	int err = 0;
@@ -324,8 +359,10 @@ static void answer(struct conn *c, const struct http_request *req)
 	/* A request body would have to be read and thrown away; the static
 	 * server takes none, so it answers and closes instead. */
 	if ((req->flags & HTTP_F_CHUNKED) ||
-	    ((req->flags & HTTP_F_CONTENT_LENGTH) && req->content_length))
+	    ((req->flags & HTTP_F_CONTENT_LENGTH) && req->content_length)) {
 		rc.keep_alive = false;
+		c->linger = true;
+	}
 
 	if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD) {
 		err = req->method == HTTP_M_OTHER ? 501 : 405;
@@ -333,6 +370,15 @@ static void answer(struct conn *c, const struct http_request *req)
 		err = status_serve(w, &rc, c->out);
 	} else {
 		err = static_serve(w, &rc, c->out);
+	}
+	if (c->done) {
+		static_job_release(c->done);
+		c->done = NULL;
+	}
+	if (rc.pending) {
+		c->pending = rc.pending;
+		c->pending->owner = c;
+		return false;
 	}
 	if (err) {
 		zc_agg_truncate(c->out, before);
@@ -356,6 +402,7 @@ static void answer(struct conn *c, const struct http_request *req)
 			   zc_agg_len(c->out) - before);
 	if (!rc.keep_alive)
 		c->close_after = true;
+	return true;
 }
 
 static void consume(struct conn *c, size_t n)
@@ -371,8 +418,8 @@ static bool answer_buffered(struct conn *c)
 {
 	struct worker *w = c->w;
 
-	while (c->in_len && !c->close_after && c->nfl < MAX_INFLIGHT &&
-	       zc_agg_len(c->out) < OUT_HIGH_WATER) {
+	while (!c->pending && c->in_len && !c->close_after &&
+	       c->nfl < MAX_INFLIGHT && zc_agg_len(c->out) < OUT_HIGH_WATER) {
 		struct http_request req = { .headers = w->slots };
 		ssize_t r = http_parse_request(&c->parser, c->in, c->in_len,
 					       &w->cfg->limits, &req);
@@ -390,10 +437,12 @@ static bool answer_buffered(struct conn *c)
 			count_status(w, req.error);
 			access_log_request(w->log, &c->peer, NULL, req.error, 0);
 			c->close_after = true;
+			c->linger = true;
 			c->in_len = 0;
 			return false;
 		}
-		answer(c, &req);
+		if (!answer(c, &req))
+			return false;	/* the request stays until re-answered */
 		consume(c, (size_t)r);
 	}
 	return false;
@@ -415,8 +464,15 @@ static void process(struct conn *c)
 			if (zc_agg_len(c->out))
 				return;	/* EPOLLOUT calls us back */
 		}
+		if (c->pending) {
+			/* Sent all that came before; now wait for the disk,
+			 * bounded by the send timeout. */
+			c->state = C_WAITING;
+			arm(c, &w->t_send);
+			return;
+		}
 		if (c->close_after) {
-			start_linger(c);
+			finish(c);
 			return;
 		}
 	} while (c->in_len && !need_more);
@@ -485,6 +541,12 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 
 	(void)loop;
 	(void)fd;
+	if (c->state == C_WAITING) {
+		/* Only errors and hang-ups are reported now: the client is
+		 * gone; the job is abandoned. */
+		conn_free(c);
+		return;
+	}
 	if (c->state == C_WRITING) {
 		/* Writable (or an error iol_write will report): send the
 		 * rest, then answer whatever is buffered. */
@@ -493,4 +555,15 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 	}
 	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
 		do_read(c);
+}
+
+void conn_disk_done(struct disk_job *job)
+{
+	struct conn *c = job->owner;
+
+	c->pending = NULL;
+	c->done = job;
+	job->owner = NULL;
+	c->state = C_READING;
+	process(c);
 }

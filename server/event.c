@@ -115,6 +115,12 @@ int ev_mod(struct ev_loop *loop, int fd, uint32_t events, ev_io_fn *fn,
 	return ctl(loop, EPOLL_CTL_MOD, fd, events, fn, data);
 }
 
+void ev_forget(struct ev_loop *loop, int fd)
+{
+	if (fd >= 0 && (size_t)fd < loop->nh)
+		loop->h[fd].fn = NULL;
+}
+
 int ev_del(struct ev_loop *loop, int fd)
 {
 	if (fd >= 0 && (size_t)fd < loop->nh)

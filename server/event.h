@@ -47,6 +47,9 @@ int ev_add(struct ev_loop *loop, int fd, uint32_t events, ev_io_fn *fn,
 int ev_mod(struct ev_loop *loop, int fd, uint32_t events, ev_io_fn *fn,
 	   void *data);
 int ev_del(struct ev_loop *loop, int fd);
+/* Forget fd's handler without a system call, for an fd about to be
+ * closed (close removes it from epoll by itself). */
+void ev_forget(struct ev_loop *loop, int fd);
 
 void ev_timer_list_init(struct ev_timer_list *l, uint64_t duration_ms);
 /* Arm (or re-arm) t to fire duration_ms from now. */

@@ -36,6 +36,8 @@ void options_usage(FILE *f)
 "  --cache-size BYTES         unified cache budget per worker (default 256M)\n"
 "  --cache-ttl MS             revalidate cached files after this (default 1000)\n"
 "  --cache-small-max BYTES    keep bodies up to this in memory (default 64k)\n"
+"  --io-threads N             helper threads per worker for disk work (default 2;\n"
+"                             0: the loop opens and reads files itself)\n"
 "  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
 "  --user NAME                drop privileges to NAME after binding\n"
 "  --help, --version\n");
@@ -55,6 +57,7 @@ void options_defaults(struct options *o)
 	o->cfg.cache_bytes = 256ull << 20;
 	o->cfg.cache_ttl_ms = 1000;
 	o->cfg.cache_small_max = 64u << 10;
+	o->cfg.io_threads = 2;
 }
 
 static int parse_uint(const char *v, unsigned long max, unsigned long *out)
@@ -177,6 +180,8 @@ static int apply(struct options *o, const char *name, const char *val,
 		if (parse_size(val, &n) || n > (64u << 20))
 			goto bad;
 		c->cache_small_max = n;
+	} else if (!strcmp(name, "io-threads")) {
+		NUM(io_threads, 64);
 	} else if (!strcmp(name, "follow-symlinks-outside")) {
 		if (val)
 			goto bad;

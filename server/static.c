@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,6 +25,7 @@
 
 #include "http_parser.h"
 #include "cache.h"
+#include "diskio.h"
 #include "respond.h"
 #include "uri.h"
 #include "zchttpd.h"
@@ -220,15 +222,17 @@ static int serve_entry(struct request_ctx *rc, zc_agg *out,
 }
 
 /* Open the file a request names (normalized `path`), following a directory
- * to its index.html; fills fs_path.  Returns an fd or a negative status. */
-static int open_target(struct worker *w, struct request_ctx *rc, zc_agg *out,
-		       const char *path, const struct uri_path *up,
-		       char *fs_path, size_t fs_size)
+ * to its index.html; fills fs_path.  Returns an fd, or minus the status to
+ * answer (-301: a directory named without its slash).  Blocking: runs on a
+ * helper thread when there are some; touches only w->cfg and w->rootfd. */
+static int open_target(const struct worker *w, const char *path,
+		       size_t path_len, bool trailing_slash, char *fs_path,
+		       size_t fs_size)
 {
 	struct stat st;
 	int fd, dfd, err;
 
-	fd = open_beneath(w, w->rootfd, up->len ? path : ".");
+	fd = open_beneath(w, w->rootfd, path_len ? path : ".");
 	if (fd < 0)
 		return -status_for_errno(-fd);
 	if (fstat(fd, &st) < 0) {
@@ -237,10 +241,9 @@ static int open_target(struct worker *w, struct request_ctx *rc, zc_agg *out,
 		return -status_for_errno(err);
 	}
 	if (S_ISDIR(st.st_mode)) {
-		if (!up->trailing_slash) {
+		if (!trailing_slash) {
 			close(fd);
-			err = redirect_slash(rc, out, up);
-			return err ? -err : -301;
+			return -301;
 		}
 		dfd = fd;
 		fd = open_beneath(w, dfd, "index.html");
@@ -253,8 +256,8 @@ static int open_target(struct worker *w, struct request_ctx *rc, zc_agg *out,
 			return -status_for_errno(err);
 		}
 		snprintf(fs_path, fs_size, "%s%sindex.html", path,
-			 up->len ? "/" : "");
-	} else if (up->trailing_slash) {
+			 path_len ? "/" : "");
+	} else if (trailing_slash) {
 		/* "/file.txt/" names no directory: 404, as nginx says. */
 		close(fd);
 		return -404;
@@ -268,16 +271,69 @@ static int open_target(struct worker *w, struct request_ctx *rc, zc_agg *out,
 	return fd;
 }
 
+/* Readahead for files sent from the page cache: done here, on a helper
+ * thread, the loop's sendfile later finds the pages in memory. */
+#define READAHEAD_MAX ((size_t)4 << 20)
+
+/* Everything a cache miss needs, done off the loop (see diskio.h). */
+struct static_job {
+	struct disk_job dj;		/* first: diskio hands this back */
+	struct worker *w;
+	uint64_t now;
+	bool trailing_slash;
+	size_t path_len;
+	int status;			/* 0: entry ready; else the status */
+	struct cache_entry *entry;	/* prepared, not admitted */
+	char key[PATH_MAX_LEN + 2];
+	char path[PATH_MAX_LEN];
+};
+
+/* Open and prepare: the blocking half of a miss. */
+static void prepare(struct static_job *j)
+{
+	char fs_path[PATH_MAX_LEN + 16];
+	int fd = open_target(j->w, j->path, j->path_len, j->trailing_slash,
+			     fs_path, sizeof(fs_path));
+	struct stat st;
+
+	if (fd < 0) {
+		j->status = -fd;
+		return;
+	}
+	if (j->w->diskio && fstat(fd, &st) == 0 &&
+	    (uint64_t)st.st_size > j->w->cfg->cache_small_max)
+		readahead(fd, 0, (size_t)st.st_size < READAHEAD_MAX ?
+				 (size_t)st.st_size : READAHEAD_MAX);
+	j->entry = cache_prepare(j->w->cache, j->key, fs_path, fd, j->now);
+	close(fd);
+	if (!j->entry)
+		j->status = 503;
+}
+
+static void job_work(struct disk_job *dj)
+{
+	prepare((struct static_job *)dj);
+}
+
+void static_job_release(struct disk_job *dj)
+{
+	struct static_job *j = (struct static_job *)dj;
+
+	if (j->entry)
+		cache_put(j->w->cache, j->entry);
+	free(j);
+}
+
 int static_serve(struct worker *w, struct request_ctx *rc, zc_agg *out)
 {
 	const struct http_request *req = rc->req;
 	char path[PATH_MAX_LEN], key[PATH_MAX_LEN + 2];
-	char fs_path[PATH_MAX_LEN + 16];
 	uint64_t now = ev_now_ms(w->loop);
+	struct static_job *j = (struct static_job *)rc->done, local;
 	struct cache_entry *e;
 	struct uri_path up;
 	enum uri_error ue;
-	int fd, err;
+	int err;
 
 	ue = uri_normalize_path(req->path.p, req->path.len, path, sizeof(path),
 				&up);
@@ -288,17 +344,34 @@ int static_serve(struct worker *w, struct request_ctx *rc, zc_agg *out)
 	snprintf(key, sizeof(key), "/%s%s", path,
 		 up.trailing_slash && up.len ? "/" : "");
 	e = cache_lookup(w->cache, key, now);
-	if (!e) {
-		fd = open_target(w, rc, out, path, &up, fs_path,
-				 sizeof(fs_path));
-		if (fd == -301)
-			return 0;	/* the redirect is in out */
-		if (fd < 0)
-			return -fd;
-		e = cache_get_file(w->cache, key, fs_path, fd, now);
-		close(fd);
-		if (!e)
+	if (!e && !(j && strcmp(j->key, key) == 0)) {
+		/* A miss: prepare off the loop if we have helpers. */
+		j = w->diskio ? calloc(1, sizeof(*j)) : &local;
+		if (!j)
 			return 503;
+		memset(j, 0, sizeof(*j));
+		j->w = w;
+		j->now = now;
+		j->trailing_slash = up.trailing_slash;
+		j->path_len = up.len;
+		memcpy(j->key, key, sizeof(key));
+		memcpy(j->path, path, up.len + 1);
+		if (w->diskio) {
+			j->dj.work = job_work;
+			rc->pending = &j->dj;
+			diskio_submit(w->diskio, &j->dj);
+			return 0;
+		}
+		prepare(j);
+	}
+	if (!e) {
+		/* The prepared result for this request (sync or async). */
+		if (j->status == 301)
+			return redirect_slash(rc, out, &up);
+		if (j->status)
+			return j->status;
+		e = cache_admit(w->cache, j->entry);
+		j->entry = NULL;
 	}
 	err = serve_entry(rc, out, e);
 	cache_put(w->cache, e);	/* rc->entry is pinned by the caller */

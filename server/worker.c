@@ -68,6 +68,24 @@ static void on_accept(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 	conn_accept_all(data);
 }
 
+static void on_disk_done(struct ev_loop *loop, int fd, uint32_t ev,
+			 void *data)
+{
+	struct worker *w = data;
+	struct disk_job *j = diskio_take_done(w->diskio), *next;
+
+	(void)loop;
+	(void)fd;
+	(void)ev;
+	for (; j; j = next) {
+		next = j->next;
+		if (j->owner)
+			conn_disk_done(j);
+		else
+			static_job_release(j);	/* its connection is gone */
+	}
+}
+
 static void before_sleep(struct ev_loop *loop, void *data)
 {
 	struct worker *w = data;
@@ -123,6 +141,15 @@ int worker_run(struct worker *w)
 	err = cache_create(&cc, w->rootfd, &w->cache);
 	if (err)
 		return err;
+	if (cfg->io_threads) {
+		err = diskio_start((int)cfg->io_threads, &w->diskio);
+		if (err)
+			return err;
+		err = ev_add(w->loop, diskio_fd(w->diskio), EPOLLIN,
+			     on_disk_done, w);
+		if (err)
+			return err;
+	}
 	err = access_log_open(cfg->access_log, &w->log);
 	if (err) {
 		fprintf(stderr, "zchttpd: access log %s: %s\n", cfg->access_log,
@@ -138,7 +165,15 @@ int worker_run(struct worker *w)
 	err = ev_run(w->loop);
 
 	/* Deadline passed or all done: whatever is left is cut off. */
-	conn_close_all(w);
+	conn_close_all(w);	/* abandons their helper jobs */
+	if (w->diskio) {
+		struct disk_job *j, *next;
+
+		for (j = diskio_stop(w->diskio); j; j = next) {
+			next = j->next;
+			static_job_release(j);
+		}
+	}
 	access_log_close(w->log);
 	cache_destroy(w->cache);
 	ev_loop_destroy(w->loop);

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "cache.h"
+#include "diskio.h"
 #include "event.h"
 #include "http_parser.h"
 #include "zc.h"
@@ -38,6 +39,7 @@ struct config {
 	uint64_t cache_bytes;		/* unified cache budget per worker */
 	unsigned cache_ttl_ms;		/* revalidate entries older than this */
 	uint64_t cache_small_max;	/* bodies up to this live in memory */
+	unsigned io_threads;		/* helper threads per worker (0: none) */
 };
 
 /* Counters of one worker, in shared memory (only its worker writes). */
@@ -74,6 +76,7 @@ struct worker {
 	int nworkers;
 	struct access_log *log;
 	struct cache *cache;
+	struct diskio *diskio;		/* helper threads, or NULL */
 	/* One request is handled at a time: header slots are per worker. */
 	struct http_header slots[256];
 };
@@ -84,6 +87,9 @@ int conn_accept_all(struct worker *w);
 void conn_close_idle(struct worker *w);
 /* Close every connection now (shutdown deadline). */
 void conn_close_all(struct worker *w);
+/* A helper job a connection waits for is done (job->owner is the
+ * connection): answer its request now. */
+void conn_disk_done(struct disk_job *job);
 
 /* static.c: answer req from the document root, appending to out.
  * Returns 0, or a status code to answer with an error page. */
@@ -95,7 +101,13 @@ struct request_ctx {
 	uint64_t body_bytes;		/* filled: bytes of body */
 	struct cache_entry *entry;	/* filled: cache entry the response
 					 * body uses (caller pins it) */
+	struct disk_job *done;		/* in: finished helper job for this
+					 * request (see diskio.h), or NULL */
+	struct disk_job *pending;	/* filled: a helper job was started;
+					 * answer again when it is done */
 };
+/* Free a finished (or abandoned) static_serve job. */
+void static_job_release(struct disk_job *job);
 int static_serve(struct worker *w, struct request_ctx *rc, zc_agg *out);
 
 /* status.c */
