@@ -16,6 +16,7 @@ DEB_PACKAGES=(
 	python3 python3-venv python3-pip
 	musl-tools clang libclang-rt-14-dev
 	curl strace
+	wrk nginx-light h2o hyperfine
 )
 
 SUDO=()

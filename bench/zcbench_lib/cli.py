@@ -1,0 +1,239 @@
+"""zcbench's command line: `zcbench ipc|static|load ...`.
+
+Exit status: 0 success, 1 the benchmark failed (a server did not start, wrk
+errors above the threshold, a load check failed), 2 bad usage.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+from . import build_dir
+from . import docroot as dr
+from . import wrk
+
+USAGE_EXIT = 2
+
+
+def _sizes(text):
+    try:
+        return dr.parse_sizes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+def _duration(text):
+    try:
+        return wrk.parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+def _positive(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return n
+
+
+def _list(choices):
+    def parse(text):
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        bad = [x for x in items if x not in choices]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(
+                f"{','.join(bad) or 'empty list'}: choose from {','.join(choices)}")
+        return list(dict.fromkeys(items))
+    return parse
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="zcbench",
+        description="zcstack benchmarks: zero-copy IPC, static files against nginx/h2o, load checks.")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+    sub.required = True
+
+    sub.add_parser("ipc", add_help=False,
+                   help="the IPC benchmark (runs build/bench/zcbench-ipc with the remaining arguments)")
+
+    s = sub.add_parser(
+        "static", help="static files: zchttpd vs nginx vs h2o (IO-Lite Figures 3/4)",
+        description="Serve one generated file per size from zchttpd, nginx and h2o on 127.0.0.1 "
+                    "(same worker count, configs generated), drive each with wrk, interleaved "
+                    "runs; print medians and ratios, write results.csv/summary.csv/results.json "
+                    "and static-<mode>.png into --out.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    s.add_argument("--servers", type=_list(("zchttpd", "nginx", "h2o")), default="zchttpd,nginx,h2o",
+                   help="servers to compare")
+    s.add_argument("--sizes", type=_sizes, default="500,1k,2k,5k,10k,20k,50k,100k,200k",
+                   help="file sizes (k = 1024 bytes)")
+    s.add_argument("--modes", type=_list(("keepalive", "close")), default="keepalive,close",
+                   help="keepalive: persistent connections; close: Connection: close, one request "
+                        "per connection")
+    s.add_argument("--runs", type=_positive, default=5, help="interleaved repetitions (median reported)")
+    s.add_argument("--duration", type=_duration, default="5s", help="wrk duration per point")
+    s.add_argument("--connections", type=_positive, default=50, help="wrk connections (-c)")
+    s.add_argument("--workers", type=_positive, default=1, help="workers of every server")
+    s.add_argument("--out", default=None, help="result directory (default build/bench/static-<timestamp>)")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    s.add_argument("--quick", action="store_true",
+                   help="smoke run: 1 run, 1 s, sizes 1k,100k (overrides --runs/--duration/--sizes)")
+    s.add_argument("--no-plot", action="store_true", help="skip the PNG figures")
+
+    rp = sub.add_parser(
+        "report", help="redo the tables and figures of a `zcbench static` result directory",
+        description="Read DIR/results.json and rewrite summary.csv, results.json and the PNG "
+                    "figures (into --out, default DIR); print the table.")
+    rp.add_argument("dir", help="a `zcbench static` --out directory")
+    rp.add_argument("--out", default=None, help="where to write (default: DIR)")
+
+    sc = sub.add_parser(
+        "syscalls", help="system calls per request of each server (strace -c on its worker)",
+        description="Attach strace -c to each server's worker during a wrk run and print "
+                    "system calls per request.  strace slows the servers: only the per-request "
+                    "counts mean something.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    sc.add_argument("--servers", type=_list(("zchttpd", "nginx", "h2o")), default="zchttpd,nginx,h2o")
+    sc.add_argument("--size", type=lambda t: _sizes(t)[0], default="1k", help="file size")
+    sc.add_argument("--mode", choices=("keepalive", "close"), default="close")
+    sc.add_argument("--duration", type=_duration, default="3s", help="wrk duration")
+    sc.add_argument("--connections", type=_positive, default=50, help="wrk connections")
+    sc.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    ld = sub.add_parser(
+        "load", help="load checks on zchttpd: 10,000 idle keep-alive connections, slowloris",
+        description="(a) hold --idle keep-alive connections (each made one request) while wrk "
+                    "runs; (b) --slowloris connections send one header byte per second while wrk "
+                    "runs, and must get 408 or be closed after --header-timeout.  Loopback only, "
+                    "bounded in time (about 4 * --duration + --header-timeout).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ld.add_argument("--checks", type=_list(("idle", "slowloris")), default="idle,slowloris")
+    ld.add_argument("--idle", type=_positive, default=10000, help="idle keep-alive connections")
+    ld.add_argument("--slowloris", type=_positive, default=500, help="slowloris connections")
+    ld.add_argument("--header-timeout", type=_positive, default=10000,
+                    help="zchttpd --header-timeout (ms) for the slowloris check")
+    ld.add_argument("--duration", type=_duration, default="5s", help="wrk duration")
+    ld.add_argument("--connections", type=_positive, default=50, help="wrk connections")
+    ld.add_argument("--workers", type=_positive, default=1, help="zchttpd workers")
+    ld.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc}
+    return p
+
+
+def cmd_ipc(args):
+    binary = os.path.join(build_dir(), "bench", "zcbench-ipc")
+    if not os.access(binary, os.X_OK):
+        if args[:1] in (["--help"], ["-h"]):
+            print("usage: zcbench ipc [ARGS...]\n\nRuns build/bench/zcbench-ipc with ARGS.")
+        print(f"zcbench: {binary} is not built (bench/ipc/zcbench_ipc.c, then `make`)", file=sys.stderr)
+        return 1
+    sys.stdout.flush()
+    os.execv(binary, [binary, *args])
+
+
+def cmd_static(a):
+    from . import report, static
+    if a.quick:
+        a.runs, a.duration_s, a.sizes = 1, 1.0, [1024, 100 * 1024]
+    else:
+        a.duration_s = a.duration
+    if a.out is None:
+        a.out = os.path.join(build_dir(), "bench", "static-" + time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(a.out, exist_ok=True)
+    meta, rows, summary, ratios, problems = static.run(a)
+    report.write_all(a.out, meta, rows, summary, ratios)
+    figs = []
+    if not a.no_plot:
+        try:
+            figs = report.plot(a.out, summary, a.servers)
+        except ImportError:
+            print("zcbench: matplotlib missing (run ci/deps.sh): no PNG figures", file=sys.stderr)
+    text = report.table(summary, ratios, a.servers)
+    if a.json:
+        json.dump({"summary": summary, "ratios": ratios, "problems": problems, "out": a.out},
+                  sys.stdout, indent=1)
+        print()
+    else:
+        print(text)
+    print(f"zcbench: results in {a.out}" + (f" ({', '.join(os.path.basename(f) for f in figs)})"
+                                             if figs else ""), file=sys.stderr)
+    for msg in problems:
+        print(f"zcbench: errors: {msg}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_report(a):
+    from . import report
+    try:
+        with open(os.path.join(a.dir, "results.json")) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"zcbench: {a.dir}: no readable results.json ({e})", file=sys.stderr)
+        return 1
+    out = a.out or a.dir
+    rows = data["runs"]
+    servers = [s for s in ("zchttpd", "nginx", "h2o") if any(r["server"] == s for r in rows)]
+    summary, ratios = report.summarize(rows)
+    report.write_all(out, data.get("meta", {}), rows, summary, ratios)
+    figs = report.plot(out, summary, servers)
+    print(report.table(summary, ratios, servers))
+    print(f"zcbench: wrote {out} ({', '.join(os.path.basename(f) for f in figs)})", file=sys.stderr)
+    return 0
+
+
+def cmd_syscalls(a):
+    from . import syscalls
+    res = syscalls.run(a, lambda m: print(f"zcbench syscalls: {m}", file=sys.stderr, flush=True))
+    if a.json:
+        json.dump(res, sys.stdout, indent=1)
+        print()
+    else:
+        print(syscalls.table(res))
+    return 0
+
+
+def cmd_load(a):
+    from . import load
+    results = load.run(a)
+    if a.json:
+        json.dump(results, sys.stdout, indent=1)
+        print()
+    else:
+        print(load.describe(results))
+    return 0 if all(r["ok"] for r in results.values()) else 1
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["ipc"]:
+        return cmd_ipc(argv[1:])
+    parser = build_parser()
+    if argv and argv[0] in parser.commands:
+        # the subcommand's own parser, so a bad flag prints that command's usage
+        a = parser.commands[argv[0]].parse_args(argv[1:])
+        a.cmd = argv[0]
+    else:
+        a = parser.parse_args(argv)
+    a.argv = argv
+    from .servers import ServerError
+    try:
+        if a.cmd == "static":
+            return cmd_static(a)
+        if a.cmd == "load":
+            return cmd_load(a)
+        if a.cmd == "report":
+            return cmd_report(a)
+        if a.cmd == "syscalls":
+            return cmd_syscalls(a)
+    except (ServerError, wrk.WrkError) as e:
+        print(f"zcbench: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("zcbench: interrupted", file=sys.stderr)
+        return 130
+    return USAGE_EXIT

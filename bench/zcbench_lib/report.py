@@ -1,0 +1,169 @@
+"""Results: medians, ratios, CSV/JSON files, PNG figures and text tables.
+
+A result row is one wrk run (MB = 10^6 bytes, Mb = 10^6 bits): {"run",
+"size", "size_label", "mode", "server", "requests_per_s", "mbytes_per_s",
+"errors", ...}.  summarize() reduces the runs of each (server, size, mode) to
+their median and adds, per (size, mode), the ratio of zchttpd's median to
+each peer's median, plus the per-run ratios (zchttpd and the peer measured
+back to back in the same run): on a shared machine their spread shows how
+far the median ratio can be trusted.
+"""
+import csv
+import json
+import os
+import statistics
+
+from .docroot import size_label
+
+RAW_FIELDS = ["run", "size", "size_label", "mode", "server", "requests", "duration_s",
+              "requests_per_s", "mbytes_per_s", "latency_p50_ms", "latency_p99_ms",
+              "errors", "socket_errors", "non_2xx_3xx", "server_conns"]
+
+
+def summarize(rows, reference="zchttpd"):
+    """[{size, size_label, mode, server, runs, rps_median, rps_min, rps_max,
+    mbps_median, errors}] and [{size, size_label, mode, peer, rps_ratio, mbps_ratio}]."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["size"], r["mode"], r["server"]), []).append(r)
+    summary = []
+    for (size, mode, server), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
+        rps = [r["requests_per_s"] for r in rs]
+        mbps = [r["mbytes_per_s"] for r in rs]
+        summary.append({
+            "size": size, "size_label": rs[0]["size_label"], "mode": mode, "server": server,
+            "runs": len(rs), "rps_median": statistics.median(rps), "rps_min": min(rps),
+            "rps_max": max(rps), "mbytes_per_s_median": statistics.median(mbps),
+            "errors": sum(r["errors"] for r in rs),
+        })
+    med = {(s["size"], s["mode"], s["server"]): s for s in summary}
+    ratios = []
+    for (size, mode, server), s in sorted(med.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
+        if server == reference or (size, mode, reference) not in med:
+            continue
+        ref = med[(size, mode, reference)]
+        per_run = {r["run"]: r["requests_per_s"] for r in groups[(size, mode, server)]}
+        runs = sorted((r["run"], r["requests_per_s"] / per_run[r["run"]])
+                      for r in groups[(size, mode, reference)] if per_run.get(r["run"]))
+        ratios.append({
+            "rps_ratio_runs": [x for _, x in runs],
+            "size": size, "size_label": s["size_label"], "mode": mode, "peer": server,
+            "rps_ratio": ref["rps_median"] / s["rps_median"] if s["rps_median"] else float("inf"),
+            "mbps_ratio": (ref["mbytes_per_s_median"] / s["mbytes_per_s_median"]
+                           if s["mbytes_per_s_median"] else float("inf")),
+        })
+    return summary, ratios
+
+
+def write_csv(path, rows, fields):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def write_all(out_dir, meta, rows, summary, ratios):
+    """results.csv (every run), summary.csv (medians + ratios), results.json (all)."""
+    os.makedirs(out_dir, exist_ok=True)
+    write_csv(os.path.join(out_dir, "results.csv"), rows, RAW_FIELDS)
+    srows = []
+    rmap = {(r["size"], r["mode"], r["peer"]): r for r in ratios}
+    for s in summary:
+        row = dict(s)
+        for peer in ("nginx", "h2o"):
+            r = rmap.get((s["size"], s["mode"], peer))
+            if s["server"] == "zchttpd" and r:
+                row[f"ratio_vs_{peer}"] = r["rps_ratio"]
+        srows.append(row)
+    write_csv(os.path.join(out_dir, "summary.csv"), srows,
+              ["mode", "size", "size_label", "server", "runs", "rps_median", "rps_min", "rps_max",
+               "mbytes_per_s_median", "errors", "ratio_vs_nginx", "ratio_vs_h2o"])
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump({"meta": meta, "runs": rows, "summary": summary, "ratios": ratios}, f, indent=1)
+        f.write("\n")
+
+
+def _ratio_cell(r):
+    """"1.23" or, with several runs, "1.23 (0.91-1.59)": the per-run range."""
+    cell = f"{r['rps_ratio']:.2f}"
+    runs = r.get("rps_ratio_runs") or []
+    if len(runs) > 1:
+        cell += f" ({min(runs):.2f}-{max(runs):.2f})"
+    return cell
+
+
+def table(summary, ratios, servers):
+    """A Markdown table per mode: req/s and MB/s medians per server and
+    zchttpd's ratios (of the medians; per-run range in parentheses)."""
+    med = {(s["size"], s["mode"], s["server"]): s for s in summary}
+    rat = {(r["size"], r["mode"], r["peer"]): r for r in ratios}
+    peers = [p for p in servers if p != "zchttpd"]
+    out = []
+    for mode in sorted({s["mode"] for s in summary}, key=lambda m: (m != "keepalive", m)):
+        head = ["size"] + [f"{s} req/s" for s in servers] + [f"{s} MB/s" for s in servers]
+        if "zchttpd" in servers:
+            head += [f"zchttpd/{p}" for p in peers]
+        out.append(f"**{mode}**\n")
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "---|" * len(head))
+        for size in sorted({s["size"] for s in summary if s["mode"] == mode}):
+            label = next(s["size_label"] for s in summary if s["size"] == size)
+            cells = [label]
+            cells += [f"{med[(size, mode, s)]['rps_median']:,.0f}" if (size, mode, s) in med else "-"
+                      for s in servers]
+            cells += [f"{med[(size, mode, s)]['mbytes_per_s_median']:,.1f}" if (size, mode, s) in med else "-"
+                      for s in servers]
+            if "zchttpd" in servers:
+                cells += [_ratio_cell(rat[(size, mode, p)]) if (size, mode, p) in rat else "-" for p in peers]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+_STYLE = {"zchttpd": ("tab:red", "o"), "nginx": ("tab:green", "s"), "h2o": ("tab:blue", "^")}
+
+
+def plot(out_dir, summary, servers, dpi=80):
+    """One PNG per mode (IO-Lite Figures 3/4): x = file size; left panel
+    throughput in Mb/s, right panel requests/s; one line per server.
+    Returns the paths written."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    titles = {"keepalive": "persistent connections (HTTP/1.1 keep-alive)",
+              "close": "one request per connection (Connection: close)"}
+    for mode in sorted({s["mode"] for s in summary}):
+        fig, (ax_bw, ax_rps) = plt.subplots(1, 2, figsize=(10, 4))
+        for server in servers:
+            pts = sorted((s["size"], s) for s in summary if s["mode"] == mode and s["server"] == server)
+            if not pts:
+                continue
+            xs = [p[0] / 1024 for p in pts]
+            color, marker = _STYLE.get(server, (None, "x"))
+            ax_bw.plot(xs, [p[1]["mbytes_per_s_median"] * 8 for p in pts],
+                       marker=marker, color=color, label=server)
+            ax_rps.plot(xs, [p[1]["rps_median"] for p in pts], marker=marker, color=color, label=server)
+        ax_bw.set_ylabel("throughput (Mb/s)")
+        ax_rps.set_ylabel("requests/s")
+        # The paper's axis is linear up to 200 KB; a log axis keeps the small
+        # files (where servers differ most) readable.
+        sizes = sorted({s["size"] for s in summary if s["mode"] == mode})
+        for ax in (ax_bw, ax_rps):
+            ax.set_xscale("log")
+            ax.set_xticks([n / 1024 for n in sizes])
+            ax.set_xticklabels([size_label(n) for n in sizes])
+            ax.minorticks_off()
+            ax.set_xlabel("document size (bytes; k = 1024), log scale")
+            ax.grid(True, alpha=0.3)
+            ax.set_ylim(bottom=0)
+            ax.legend()
+        fig.suptitle(f"zcbench static: {titles.get(mode, mode)}, median of runs")
+        fig.tight_layout()
+        path = os.path.join(out_dir, f"static-{mode}.png")
+        fig.savefig(path, dpi=dpi)
+        plt.close(fig)
+        paths.append(path)
+    return paths

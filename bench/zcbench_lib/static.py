@@ -1,0 +1,161 @@
+"""`zcbench static`: IO-Lite's Figures 3 and 4 on today's servers.
+
+One docroot (a file per size), every server started once, then
+
+    for run in 1..runs: for size: for mode: for server (order rotated per run)
+        wrk -t1 -c<connections> -d<duration> --latency [-H "Connection: close"] URL
+
+so drift on a shared machine hits every server alike; the median of the runs
+is reported per (server, size, mode) with the ratios zchttpd/peer.
+
+Mode "close" sends "Connection: close": each response ends its connection and
+wrk opens a new one (the paper's HTTP/1.0 one-request-per-connection case).
+For zchttpd the server's own connections.total counter is read around every
+run (server_conns), which shows that wrk really reconnected.
+"""
+import hashlib
+import http.client
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from . import docroot as dr
+from . import report, servers, wrk
+
+DEFAULT_SIZES = "500,1k,2k,5k,10k,20k,50k,100k,200k"
+MODES = ("keepalive", "close")
+ERROR_FRACTION = 0.001  # a run with more errors than this share of requests is flagged
+
+
+def verify_bodies(srv, files):
+    """GET every file once from srv and compare the digest (also warms caches)."""
+    for size, (path, digest) in files.items():
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
+        try:
+            c.request("GET", path)
+            r = c.getresponse()
+            body = r.read()
+        finally:
+            c.close()
+        if r.status != 200 or hashlib.sha256(body).hexdigest() != digest:
+            raise servers.ServerError(f"{srv.name} served {path} wrong: status {r.status}, "
+                                      f"{len(body)} bytes (want {size})")
+
+
+def _conns_total(srv):
+    if srv.name != "zchttpd":
+        return None
+    try:
+        return servers.zchttpd_status(srv.port)["connections"]["total"]
+    except (OSError, KeyError, ValueError, servers.ServerError):
+        return None
+
+
+def run_one(srv, path, mode, connections, duration_s):
+    """One wrk run against srv; a result row (without run/size fields)."""
+    before = _conns_total(srv)
+    res = wrk.run(srv.url(path), connections, duration_s, threads=1, close=(mode == "close"))
+    after = _conns_total(srv)
+    row = {
+        "requests": res.requests, "duration_s": res.duration_s,
+        "requests_per_s": res.requests_per_s, "mbytes_per_s": res.bytes_per_s / 1e6,
+        "latency_p50_ms": res.latency_pct.get("50", 0) * 1e3,
+        "latency_p99_ms": res.latency_pct.get("99", 0) * 1e3,
+        "errors": res.errors, "socket_errors": res.socket_errors, "non_2xx_3xx": res.non_2xx_3xx,
+        # connections the server accepted during the run; -1 for the status
+        # request's own connection (the "before" one was counted before it).
+        "server_conns": (after - before - 1) if before is not None and after is not None else None,
+    }
+    return row
+
+
+def run(opts, log=sys.stderr):
+    """Run the whole experiment.  opts: servers, sizes, modes, runs, duration_s,
+    connections, workers, out.  Returns (meta, rows, summary, ratios, problems)."""
+    wrk.find_wrk()
+    tmp = tempfile.mkdtemp(prefix="zcbench-static-")
+    os.chmod(tmp, 0o755)
+    root = os.path.join(tmp, "docroot")
+    files = dr.make_docroot(root, opts.sizes)
+    started = []
+    rows, problems = [], []
+    meta = {
+        "command": "zcbench static " + " ".join(getattr(opts, "argv", [])),
+        "servers": opts.servers, "sizes": opts.sizes, "modes": opts.modes, "runs": opts.runs,
+        "duration_s": opts.duration_s, "connections": opts.connections, "workers": opts.workers,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_note(),
+    }
+    try:
+        for name in opts.servers:
+            srv = servers.Server(name, root, tmp, workers=opts.workers).start()
+            started.append(srv)
+            verify_bodies(srv, files)
+            meta.setdefault("commands", {})[name] = " ".join(srv.cmdline)
+            print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({opts.workers} worker(s))", file=log)
+        total = opts.runs * len(opts.sizes) * len(opts.modes) * len(started)
+        i = 0
+        for run_no in range(1, opts.runs + 1):
+            k = (run_no - 1) % len(started)
+            order = started[k:] + started[:k]
+            for size in opts.sizes:
+                label = dr.size_label(size)
+                for mode in opts.modes:
+                    for srv in order:
+                        i += 1
+                        print(f"[{i}/{total}] run {run_no}/{opts.runs} size {label} {mode} {srv.name} ... ",
+                              end="", file=log, flush=True)
+                        row = run_one(srv, files[size][0], mode, opts.connections, opts.duration_s)
+                        row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name)
+                        rows.append(row)
+                        note = ""
+                        if row["requests"] == 0 or row["errors"] > ERROR_FRACTION * row["requests"]:
+                            msg = (f"{srv.name} {label} {mode} run {run_no}: {row['errors']} errors "
+                                   f"({row['socket_errors']} socket, {row['non_2xx_3xx']} status>399) "
+                                   f"in {row['requests']} requests")
+                            problems.append(msg)
+                            note = f"  ({row['errors']} errors!)"
+                        elif row["errors"]:
+                            note = f"  ({row['errors']} errors)"
+                        print(f"{row['requests_per_s']:,.0f} req/s{note}", file=log, flush=True)
+                        if srv.proc.poll() is not None:
+                            raise servers.ServerError(f"{srv.name} died during the run:\n{srv.log_tail()}")
+    finally:
+        for srv in started:
+            srv.stop()
+        save_configs(tmp, opts.out)
+        shutil.rmtree(tmp, ignore_errors=True)
+    summary, ratios = report.summarize(rows)
+    meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    meta["problems"] = problems
+    return meta, rows, summary, ratios, problems
+
+
+def save_configs(tmp, out):
+    """Keep the generated server configs (and error logs) beside the results."""
+    dest = os.path.join(out, "configs")
+    for name in servers.NAMES:
+        for f in ("nginx.conf", "h2o.yaml", "error.log", "stderr.log"):
+            src = os.path.join(tmp, name, f)
+            if os.path.exists(src) and os.path.getsize(src) <= 1 << 20:
+                os.makedirs(dest, exist_ok=True)
+                shutil.copy(src, os.path.join(dest, f"{name}-{f}"))
+
+
+def machine_note():
+    """CPU model, core count, kernel and load: enough to read the numbers by."""
+    model = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        load = "?"
+    return {"cpu": model, "cores": os.cpu_count(), "kernel": os.uname().release, "loadavg": load}
