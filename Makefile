@@ -6,10 +6,11 @@
 #   make run      install what is missing, build, serve the demo site
 #   make test     install what is missing, run every test suite
 #   make bench    install what is missing, build, run the IPC benchmark
+#   make bench-static  zchttpd vs nginx vs h2o with wrk (about 20 minutes)
 #   make deps     install what is missing (Debian packages, .venv)
 #   make clean    remove the build trees
 
-.PHONY: all build deps run test bench clean
+.PHONY: all build deps run test bench bench-static clean
 
 all: build
 
@@ -26,11 +27,10 @@ test: deps
 	@ci/test.sh
 
 bench: deps build
-	@if [ ! -x build/bench/zcbench-ipc ]; then \
-		echo "error: build/bench/zcbench-ipc is not built (bench/ipc/zcbench_ipc.c not written yet)" >&2; \
-		exit 1; \
-	fi
-	build/bench/zcbench-ipc
+	bench/zcbench ipc
+
+bench-static: deps build
+	bench/zcbench static
 
 clean:
 	rm -rf build build-asan
