@@ -333,54 +333,6 @@ zc_channel *zc_channel_from_fd(int fd)
 
 /* ------------------------------------------------------- control socket */
 
-static int send_ctl(int sock, const void *msg, size_t len, int fd, int flags)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { (void *)msg, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	ssize_t n;
-
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	do
-		n = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == ECONNRESET ? -EPIPE : -errno;
-	return (size_t)n == len ? 0 : -EPROTO;
-}
-
-/* Keep the first passed descriptor in *fd, close any others. */
-static void take_fds(struct msghdr *mh, int *fd)
-{
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		size_t nfd;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < nfd; i++) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*fd < 0)
-				*fd = f;
-			else
-				close(f);
-		}
-	}
-}
-
 /* Read one whole message of exactly `len` bytes.  *fd receives a passed
  * descriptor or -1.  Anything of another size is a protocol error. */
 static int read_msg(zc_channel *ch, void *buf, size_t len, int *fd)
@@ -402,7 +354,7 @@ static int read_msg(zc_channel *ch, void *buf, size_t len, int *fd)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == ECONNRESET ? -EPIPE : -errno;
-	take_fds(&mh, fd);
+	zc_sock_take_fds(&mh, fd);
 	if (n == 0 || (size_t)n != len ||
 	    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		if (*fd >= 0)
@@ -614,7 +566,7 @@ static int hello_send(zc_channel *ch)
 
 	if (err)
 		return err;
-	err = send_ctl(ch->sock, &m, sizeof(m), fd, 0);
+	err = zc_sock_send(ch->sock, &m, sizeof(m), fd, 0);
 	close(fd);	/* the mapping keeps the region */
 	return err;
 }
@@ -900,7 +852,7 @@ static void notify_peer(zc_channel *ch)
 	    atomic_exchange(s, 0))
 		/* Never block: if the socket is full the peer's poll sees it
 		 * readable anyway, which is all a doorbell has to achieve. */
-		(void)send_ctl(ch->sock, &bell, 1, -1, MSG_DONTWAIT);
+		(void)zc_sock_send(ch->sock, &bell, 1, -1, MSG_DONTWAIT);
 }
 
 static void flush_returns(zc_channel *ch)
@@ -1140,7 +1092,7 @@ static int share_file(zc_channel *ch, zc_file *file, uint32_t *token)
 		return -ENOMEM;
 	m.token = ch->n_sent_files;
 	zc_file_version(file, &m.v);
-	err = send_ctl(ch->sock, &m, sizeof(m), zc_file_fd(file), 0);
+	err = zc_sock_send(ch->sock, &m, sizeof(m), zc_file_fd(file), 0);
 	if (err)
 		return err;
 	ch->sent_files[ch->n_sent_files] = zc_file_ref(file);
@@ -1714,7 +1666,7 @@ void zc_channel_close(zc_channel *ch)
 	ch->rx_agg = NULL;
 	if (owned(ch) && ch->used && !atomic_load(&ch->broken) &&
 	    !atomic_load(&ch->peer_gone)) {
-		(void)send_ctl(ch->sock, &bye, 1, -1, MSG_DONTWAIT);
+		(void)zc_sock_send(ch->sock, &bye, 1, -1, MSG_DONTWAIT);
 		flush_returns(ch);
 		drain_returns(ch);
 		if (atomic_load(&ch->lent_n) > 0) {

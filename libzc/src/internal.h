@@ -13,6 +13,7 @@
  *   channel.c  channels: socket handshake, descriptor rings, credits
  *   cs.c       Container Shipping calls and the container table
  *   backend.c  backend selection and I/O counters
+ *   sockmsg.c  passing descriptors over UNIX sockets
  */
 #ifndef ZC_INTERNAL_H
 #define ZC_INTERNAL_H
@@ -149,6 +150,16 @@ enum zc_fdkind {
 };
 
 enum zc_fdkind zc_fdkind_of(int fd);
+
+/* ------------------------------------------------------- socket messages */
+
+struct msghdr;
+/* Send one message, with descriptor fd attached unless fd < 0.  0, or
+ * -EPIPE (peer gone), -EPROTO (short), other negative errno. */
+int zc_sock_send(int sock, const void *msg, size_t len, int fd, int flags);
+/* Descriptors a received message carried: the first goes to *fd if fd is
+ * non-NULL and *fd < 0, every other one is closed. */
+void zc_sock_take_fds(struct msghdr *mh, int *fd);
 
 /* ------------------------------------------------------------ statistics */
 

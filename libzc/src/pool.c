@@ -487,52 +487,14 @@ static int pool_share_fd(zc_pool *p)
 
 int zc_pool_send(int sock, const zc_pool *pool)
 {
-	int fd;
-
 	struct pool_msg m = { ZC_POOL_MSG_MAGIC, 0, 0, 0 };
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr mh = { 0 };
-	struct cmsghdr *c;
-	ssize_t n;
 
 	if (!pool || sock < 0)
 		return pool ? -EBADF : -EINVAL;
 	m.id = pool->id;
 	m.size = pool->size;
-	memset(cbuf, 0, sizeof(cbuf));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf;
-	mh.msg_controllen = sizeof(cbuf);
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	fd = pool_share_fd((zc_pool *)pool);
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	do
-		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return n == (ssize_t)sizeof(m) ? 0 : -EPROTO;
-}
-
-/* Close every descriptor a message carried (on any error path). */
-static void close_passed_fds(struct msghdr *mh)
-{
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < nfd; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			close(fd);
-		}
-	}
+	return zc_sock_send(sock, &m, sizeof(m), pool_share_fd((zc_pool *)pool),
+			    0);
 }
 
 int zc_pool_recv(int sock, zc_pool **out)
@@ -566,7 +528,7 @@ int zc_pool_recv(int sock, zc_pool **out)
 	    (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || !c ||
 	    c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
 	    c->cmsg_len != CMSG_LEN(sizeof(int)) || CMSG_NXTHDR(&mh, c)) {
-		close_passed_fds(&mh);
+		zc_sock_take_fds(&mh, NULL);
 		return -EPROTO;
 	}
 	memcpy(&fd, CMSG_DATA(c), sizeof(int));
