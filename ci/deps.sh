@@ -17,6 +17,9 @@ DEB_PACKAGES=(
 	musl-tools clang libclang-rt-14-dev
 	curl strace
 	wrk nginx-light h2o hyperfine
+	# kernel-patch/: Debian's 6.1 source, its build tools, the qemu lane
+	linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils
+	qemu-system-x86 busybox-static
 )
 
 SUDO=()

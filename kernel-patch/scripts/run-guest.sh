@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Build the guest tests, pack an initramfs, boot the cached kernel under
+# qemu (TCG) and exit with the guest's result.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CACHE=${ZC_KERNEL_CACHE:-$HOME/.cache/zcstack/kernel}
+TIMEOUT=${ZC_GUEST_TIMEOUT:-300}
+OUT=out
+kernel=$CACHE/bzImage
+[ -f "$kernel" ] || { echo "guest: no kernel at $kernel (make kernel)"; exit 1; }
+
+BUSYBOX=$(command -v busybox || true)
+if [ -z "$BUSYBOX" ] || ! file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked'; then
+	BUSYBOX=/bin/busybox
+fi
+[ -x "$BUSYBOX" ] || { echo "guest: busybox-static not installed"; exit 1; }
+command -v musl-gcc >/dev/null || { echo "guest: musl-gcc not installed"; exit 1; }
+command -v qemu-system-x86_64 >/dev/null || { echo "guest: qemu-system-x86 not installed"; exit 1; }
+
+rm -rf "$OUT/root"
+mkdir -p "$OUT/root"/{bin,sbin,proc,sys,dev,tmp,tests,etc}
+root=$OUT/root
+
+# Guest programs: tests/*.c, one binary each; tests/zc-exit.c is the
+# isa-debug-exit helper, not a test.
+CFLAGS=(-static -O2 -Wall -Wextra -Werror -std=gnu11 -Itests)
+for src in tests/*.c; do
+	name=$(basename "$src" .c)
+	dest=$root/tests/$name
+	[ "$name" = zc-exit ] && dest=$root/bin/zc-exit
+	musl-gcc "${CFLAGS[@]}" -o "$dest" "$src"
+done
+cp "$BUSYBOX" "$root/bin/busybox"
+cp tests/init.sh "$root/init"
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$OUT/initramfs.cpio.gz"
+
+log=$OUT/guest.log
+echo "guest: booting $(readlink -f "$kernel") (timeout ${TIMEOUT}s)"
+set +e
+timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -m 512M \
+	-nographic -no-reboot -monitor none -serial stdio \
+	-kernel "$kernel" -initrd "$OUT/initramfs.cpio.gz" \
+	-append 'console=ttyS0 panic=-1 quiet' \
+	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+	</dev/null 2>&1 | tr -d '\r' | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+
+result=$(grep -E '^GUEST-RESULT: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1 || true)
+if [ -z "$result" ]; then
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "guest: TIMEOUT after ${TIMEOUT}s (no GUEST-RESULT line)"
+	else
+		echo "guest: no GUEST-RESULT line (qemu exit $rc: panic or crash)"
+	fi
+	exit 1
+fi
+pass=$(echo "$result" | awk '{print $2}')
+fail=$(echo "$result" | awk '{print $4}')
+echo "guest: $pass passed, $fail failed (qemu exit $rc)"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
