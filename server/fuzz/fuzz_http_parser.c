@@ -24,14 +24,7 @@
 #include "http_parser.h"
 #include "uri.h"
 
-#define CHECK(x) \
-	do { \
-		if (!(x)) { \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", \
-				__FILE__, __LINE__, #x); \
-			abort(); \
-		} \
-	} while (0)
+#include "fuzz_check.h"
 
 #define MAX_FIELDS 8
 static const struct http_limits lim = { 256, MAX_FIELDS, 1024 };

@@ -19,14 +19,7 @@
 
 #include "uri.h"
 
-#define CHECK(x) \
-	do { \
-		if (!(x)) { \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", \
-				__FILE__, __LINE__, #x); \
-			abort(); \
-		} \
-	} while (0)
+#include "fuzz_check.h"
 
 static void check_relative(const char *out, size_t len)
 {
