@@ -253,6 +253,12 @@ int zc_sink_init(zc_sink *sink, int fd);
  * an accept loop saves five system calls per connection.  The caller
  * answers for the claim; a wrong one makes iol_write_sink misbehave. */
 int zc_sink_init_tcp(zc_sink *sink, int fd, int nonblock);
+/* For a caller that revalidates its files itself (a cache with a
+ * freshness window, like zchttpd's): iol_write_sink then skips the version
+ * check (one fstat) before each file slice.  A file that shrank is still
+ * caught (the transfer comes up short: -ESTALE); one rewritten in place is
+ * sent as it is now, within the caller's own window. */
+void zc_sink_trust_extents(zc_sink *sink, int on);
 /* iol_write to a probed destination (same contract as iol_write). */
 ssize_t iol_write_sink(const zc_sink *sink, zc_agg *agg);
 
