@@ -748,25 +748,6 @@ struct raw_hello {
 	uint64_t region_size;
 };
 
-static int send_fd(int sock, const void *msg, size_t len, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { (void *)msg, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *c;
-
-	if (fd >= 0) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -errno;
-}
-
 /* Read the libzc end's HELLO and map its region. */
 static struct zc_ring_shm *map_hello(int sock, size_t len)
 {
@@ -811,7 +792,7 @@ static int raw_open(struct raw *r, bool seal, uint32_t data_cap)
 	r->shm->magic = ZC_RING_MAGIC;
 	r->data = (void *)((char *)r->shm + zc_ring_data_off());
 	r->ret = (void *)((char *)r->shm + zc_ring_ret_off(ZC_RING_DATA_CAP));
-	assert_int_equal(send_fd(sv[1], &h, sizeof(h), fd), 0);
+	assert_int_equal(zc_sock_send(sv[1], &h, sizeof(h), fd, 0), 0);
 	close(fd);
 	r->sock = sv[1];
 	err = zc_channel_open(sv[0], &r->ch);
@@ -996,7 +977,7 @@ static void test_raw_bad_socket(void **state)
 	assert_int_equal(raw_open(&r, true, ZC_RING_DATA_CAP), 0);
 	/* A junk packet carrying a descriptor (which must not leak). */
 	fd = open("/dev/null", O_RDONLY);
-	assert_int_equal(send_fd(r.sock, junk, sizeof(junk), fd), 0);
+	assert_int_equal(zc_sock_send(r.sock, junk, sizeof(junk), fd, 0), 0);
 	close(fd);
 	raw_put(&r, e, 2);	/* makes the receiver read the socket */
 	expect_proto(&r);
@@ -1006,7 +987,7 @@ static void test_raw_bad_socket(void **state)
 	{
 		struct raw_hello h = { .type = 0xC1 };
 
-		assert_int_equal(send_fd(r.sock, &h, sizeof(h), -1), 0);
+		assert_int_equal(zc_sock_send(r.sock, &h, sizeof(h), -1, 0), 0);
 	}
 	raw_put(&r, e, 2);
 	expect_proto(&r);
