@@ -124,6 +124,14 @@ static void conn_free(struct conn *c)
 	free(c);
 }
 
+static void count_status(struct worker *w, int status)
+{
+	int cls = status / 100;
+
+	if (cls >= 1 && cls <= 5)
+		w->stats->responses[cls]++;
+}
+
 static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 {
 	struct conn *c = conn_of_timer(t);
@@ -135,7 +143,7 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 		c->w->stats->timeouts++;
 		zc_agg_truncate(c->out, 0);
 		resp_error(c->out, 408, false, false, NULL);
-		c->w->stats->responses[4]++;
+		count_status(c->w, 408);
 		c->close_after = true;
 		c->linger = true;
 		c->in_len = 0;
@@ -334,14 +342,6 @@ static bool flush(struct conn *c)
 }
 
 /* ------------------------------------------------------------ requests */
-
-static void count_status(struct worker *w, int status)
-{
-	int cls = status / 100;
-
-	if (cls >= 1 && cls <= 5)
-		w->stats->responses[cls]++;
-}
 
 /* Answer one parsed request by appending its response to c->out.  Returns
  * false if the answer waits for a helper job (nothing was appended). */
