@@ -33,6 +33,7 @@
 
 #include "listen.h"
 #include "options.h"
+#include "stats.h"
 #include "worker.h"
 
 struct master {
@@ -44,7 +45,7 @@ struct master {
 	int lfds[ZCHTTPD_MAX_WORKERS];
 	pid_t pids[ZCHTTPD_MAX_WORKERS];	/* current generation */
 	pid_t old[4 * ZCHTTPD_MAX_WORKERS];	/* stopping generations */
-	struct worker_stats *stats;
+	struct stats_area *stats;
 	bool stopping;
 	time_t restart_window;
 	int restarts;
@@ -52,8 +53,19 @@ struct master {
 
 static pid_t spawn(struct master *m, int i)
 {
-	pid_t pid = fork();
+	struct worker_stats *slot = stats_claim(m->stats);
+	pid_t pid;
 
+	if (!slot) {
+		fprintf(stderr, "zchttpd: too many draining workers; "
+			"worker %d not started\n", i);
+		return 0;
+	}
+	pid = fork();
+	if (pid < 0)
+		slot->pid = 0;
+	if (pid > 0)
+		slot->pid = pid;	/* the child sets it too: no race */
 	if (pid != 0)
 		return pid;
 	/* Child: only our own listening socket stays open. */
@@ -67,7 +79,7 @@ static pid_t spawn(struct master *m, int i)
 	w->index = i;
 	w->lfd = m->lfds[i];
 	w->rootfd = m->rootfd;
-	w->stats = &m->stats[i];
+	w->stats = slot;
 	w->all_stats = m->stats;
 	w->nworkers = m->nworkers;
 	int err = worker_run(w);
@@ -185,6 +197,7 @@ static void reap(struct master *m)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		stats_retire(m->stats, pid);
 		if (forget_old(m, pid))
 			continue;
 		for (int i = 0; i < m->nworkers; i++) {
@@ -268,10 +281,8 @@ int main(int argc, char **argv)
 	}
 	if (m.opt.user && drop_privileges(m.opt.user))
 		return 1;
-	m.stats = mmap(NULL, sizeof(*m.stats) * (size_t)m.nworkers,
-		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
-		       0);
-	if (m.stats == MAP_FAILED) {
+	m.stats = stats_area_create();
+	if (!m.stats) {
 		perror("zchttpd: mmap");
 		return 1;
 	}

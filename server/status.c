@@ -1,12 +1,13 @@
 /*
- * status.c - the status endpoint: counters of every worker, summed, as JSON
- * (default) or Prometheus text (?format=prometheus).
+ * status.c - the status endpoint: counters of every worker (stats.h), summed,
+ * as JSON (default) or Prometheus text (?format=prometheus).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
 
 #include "respond.h"
+#include "stats.h"
 #include "zchttpd.h"
 
 bool status_matches(const struct worker *w, const struct http_request *req)
@@ -21,33 +22,6 @@ bool status_matches(const struct worker *w, const struct http_request *req)
 		plen = (size_t)(q - req->path.p);
 	n = strlen(sp);
 	return plen == n && memcmp(req->path.p, sp, n) == 0;
-}
-
-static void sum(const struct worker *w, struct worker_stats *t)
-{
-	memset(t, 0, sizeof(*t));
-	for (int i = 0; i < w->nworkers; i++) {
-		const struct worker_stats *s = &w->all_stats[i];
-
-		t->requests += s->requests;
-		for (int c = 0; c < 6; c++)
-			t->responses[c] += s->responses[c];
-		t->bytes_sent += s->bytes_sent;
-		t->conns_open += s->conns_open;
-		t->conns_total += s->conns_total;
-		t->conns_refused += s->conns_refused;
-		t->timeouts += s->timeouts;
-		t->zc_bytes_by_reference += s->zc_bytes_by_reference;
-		t->zc_bytes_copied += s->zc_bytes_copied;
-		t->cache.hits += s->cache.hits;
-		t->cache.misses += s->cache.misses;
-		t->cache.revalidations += s->cache.revalidations;
-		t->cache.stale += s->cache.stale;
-		t->cache.evictions += s->cache.evictions;
-		t->cache.bytes += s->cache.bytes;
-		t->cache.entries += s->cache.entries;
-		t->cache.pinned_entries += s->cache.pinned_entries;
-	}
 }
 
 #define U(x) ((unsigned long long)(x))
@@ -142,7 +116,7 @@ int status_serve(struct worker *w, struct request_ctx *rc, zc_agg *out)
 	zc_io_stats(&io);
 	w->stats->zc_bytes_by_reference = io.bytes_by_reference;
 	w->stats->zc_bytes_copied = io.bytes_copied;
-	sum(w, &t);
+	stats_sum(w->all_stats, &t);
 	n = prom ? render_prometheus(&t, body, sizeof(body))
 		 : render_json(w, &t, body, sizeof(body));
 	if (n < 0 || (size_t)n >= sizeof(body))

@@ -86,17 +86,24 @@ static void on_disk_done(struct ev_loop *loop, int fd, uint32_t ev,
 	}
 }
 
-static void before_sleep(struct ev_loop *loop, void *data)
+/* Publish the counters kept inside libzc and the cache to our slot. */
+static void publish_stats(struct worker *w)
 {
-	struct worker *w = data;
 	struct zc_io_stats io;
 
-	resp_clock_tick();
-	access_log_flush(w->log);
 	zc_io_stats(&io);
 	w->stats->zc_bytes_by_reference = io.bytes_by_reference;
 	w->stats->zc_bytes_copied = io.bytes_copied;
 	cache_stats(w->cache, &w->stats->cache);
+}
+
+static void before_sleep(struct ev_loop *loop, void *data)
+{
+	struct worker *w = data;
+
+	resp_clock_tick();
+	access_log_flush(w->log);
+	publish_stats(w);
 	if (w->stopping && w->nconns == 0)
 		ev_stop(loop);
 }
@@ -175,6 +182,7 @@ int worker_run(struct worker *w)
 		}
 	}
 	access_log_close(w->log);
+	publish_stats(w);	/* final: the master folds them when we exit */
 	cache_destroy(w->cache);
 	ev_loop_destroy(w->loop);
 	return err;

@@ -58,6 +58,7 @@ struct worker_stats {
 };
 
 struct conn;
+struct stats_area;
 
 struct worker {
 	const struct config *cfg;
@@ -72,7 +73,7 @@ struct worker {
 	struct conn *conns;		/* list of open connections */
 	unsigned nconns;
 	struct worker_stats *stats;	/* this worker's slot */
-	struct worker_stats *all_stats;	/* every worker's slot */
+	struct stats_area *all_stats;	/* every process's slot (stats.h) */
 	int nworkers;
 	struct access_log *log;
 	struct cache *cache;

@@ -306,3 +306,68 @@ PY
 	wait "${pids[@]}"   # not a bare wait: the server is a job too
 	for i in $(seq 60); do [ "$(cat "$BATS_TEST_TMPDIR/m$i.out")" = "file $i" ]; done
 }
+
+@test "config file: options, comments, later flags override, clear errors" {
+	teardown
+	cat > "$BATS_TEST_TMPDIR/zc.conf" <<CONF
+# zchttpd test configuration
+root $ROOT
+workers 1          # one is enough here
+status-path /stats
+cache-size 1m
+keepalive-timeout 300
+CONF
+	PORT=$(free_port)
+	"$ZCHTTPD" --config "$BATS_TEST_TMPDIR/zc.conf" --listen "127.0.0.1:$PORT" \
+		--status-path /status2 2>"$BATS_TEST_TMPDIR/server.err" &
+	PID=$!
+	for _ in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break
+		sleep 0.05
+	done
+	[ "$(curl -s "http://127.0.0.1:$PORT/small.txt")" = 'small file' ]
+	# The flag after --config wins: /status2 serves, /stats is a file path.
+	run curl -s "http://127.0.0.1:$PORT/status2"
+	python3 -c 'import json,sys; assert json.loads(sys.argv[1])["workers"] == 1' "$output"
+	[ "$(code "http://127.0.0.1:$PORT/stats")" = 404 ]
+	# keepalive-timeout from the file: an idle connection is closed soon.
+	run bash -c "printf 'GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n' | $RAW $PORT --wait 3"
+	[ "$status" -eq 0 ]
+
+	printf 'root /tmp\nworkers many\n' > "$BATS_TEST_TMPDIR/bad.conf"
+	run "$ZCHTTPD" --config "$BATS_TEST_TMPDIR/bad.conf"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"bad value 'many' for 'workers'"* ]]
+	[[ "$output" == *"bad.conf line 2"* ]]
+	printf 'config %s\n' "$BATS_TEST_TMPDIR/zc.conf" > "$BATS_TEST_TMPDIR/nest.conf"
+	run "$ZCHTTPD" --config "$BATS_TEST_TMPDIR/nest.conf"
+	[ "$status" -eq 2 ]; [[ "$output" == *"do not nest"* ]]
+	run "$ZCHTTPD" --config "$BATS_TEST_TMPDIR/missing.conf"
+	[ "$status" -eq 2 ]; [[ "$output" == *"missing.conf: No such file"* ]]
+}
+
+@test "reload on SIGHUP keeps counters monotonic and serves the new config" {
+	for _ in $(seq 20); do curl -s "$URL/small.txt" >/dev/null; done
+	before=$(curl -s "$URL/.zc/status")
+	kill -HUP "$PID"
+	for _ in $(seq 100); do
+		grep -q reloaded "$BATS_TEST_TMPDIR/server.err" && break
+		sleep 0.05
+	done
+	grep -q reloaded "$BATS_TEST_TMPDIR/server.err"
+	sleep 0.5    # the old generation drains and is reaped
+	for _ in $(seq 5); do curl -s "$URL/small.txt" >/dev/null; done
+	after=$(curl -s "$URL/.zc/status")
+	python3 - "$before" "$after" <<'PY'
+import json, sys
+b, a = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+# 20 files + the status request before; 5 more + this status request after.
+assert a["requests"] >= b["requests"] + 6, (b["requests"], a["requests"])
+assert a["responses"]["2xx"] >= b["responses"]["2xx"] + 5
+assert a["bytes_sent"] > b["bytes_sent"]
+assert a["connections"]["total"] >= b["connections"]["total"] + 6
+assert a["cache"]["hits"] + a["cache"]["misses"] >= b["cache"]["hits"] + b["cache"]["misses"] + 5
+assert a["zero_copy"]["bytes_by_reference"] + a["zero_copy"]["bytes_copied"] >= \
+       b["zero_copy"]["bytes_by_reference"] + b["zero_copy"]["bytes_copied"]
+PY
+}

@@ -1,0 +1,92 @@
+/*
+ * stats.c - shared counter slots, folded when their worker is reaped.
+ * See stats.h for why each process has a slot of its own.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+#include <sys/mman.h>
+
+#include "stats.h"
+
+struct stats_area *stats_area_create(void)
+{
+	struct stats_area *a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	return a == MAP_FAILED ? NULL : a;	/* zero-filled */
+}
+
+struct worker_stats *stats_claim(struct stats_area *a)
+{
+	for (int i = 0; i < ZCHTTPD_STATS_SLOTS; i++) {
+		if (a->slot[i].pid == 0) {
+			a->slot[i].pid = -1;
+			return &a->slot[i];
+		}
+	}
+	return NULL;
+}
+
+/* t += s; gauges too when `gauges` (live slots), counters only otherwise. */
+static void add(struct worker_stats *t, const struct worker_stats *s,
+		bool gauges)
+{
+	t->requests += s->requests;
+	for (int c = 0; c < 6; c++)
+		t->responses[c] += s->responses[c];
+	t->bytes_sent += s->bytes_sent;
+	t->conns_total += s->conns_total;
+	t->conns_refused += s->conns_refused;
+	t->timeouts += s->timeouts;
+	t->zc_bytes_by_reference += s->zc_bytes_by_reference;
+	t->zc_bytes_copied += s->zc_bytes_copied;
+	t->cache.hits += s->cache.hits;
+	t->cache.misses += s->cache.misses;
+	t->cache.revalidations += s->cache.revalidations;
+	t->cache.stale += s->cache.stale;
+	t->cache.evictions += s->cache.evictions;
+	t->cache.not_admitted += s->cache.not_admitted;
+	if (!gauges)
+		return;
+	t->conns_open += s->conns_open;
+	t->cache.bytes += s->cache.bytes;
+	t->cache.entries += s->cache.entries;
+	t->cache.pinned_entries += s->cache.pinned_entries;
+}
+
+void stats_retire(struct stats_area *a, pid_t pid)
+{
+	for (int i = 0; i < ZCHTTPD_STATS_SLOTS; i++) {
+		struct worker_stats *s = &a->slot[i];
+
+		if (s->pid != pid)
+			continue;
+		/* The worker is dead: nobody writes the slot any more.  The
+		 * sequence count makes readers retry instead of seeing the
+		 * counters both in `retired` and in the slot, or in neither. */
+		atomic_fetch_add_explicit(&a->seq, 1, memory_order_acq_rel);
+		atomic_thread_fence(memory_order_seq_cst);
+		add(&a->retired, s, false);
+		memset(s, 0, sizeof(*s));
+		atomic_thread_fence(memory_order_seq_cst);
+		atomic_fetch_add_explicit(&a->seq, 1, memory_order_release);
+		return;
+	}
+}
+
+void stats_sum(const struct stats_area *a, struct worker_stats *t)
+{
+	unsigned seq;
+
+	do {
+		while ((seq = atomic_load_explicit(&a->seq,
+						   memory_order_acquire)) & 1)
+			;
+		memset(t, 0, sizeof(*t));
+		add(t, &a->retired, false);
+		for (int i = 0; i < ZCHTTPD_STATS_SLOTS; i++)
+			if (a->slot[i].pid != 0)
+				add(t, &a->slot[i], true);
+		atomic_thread_fence(memory_order_acquire);
+	} while (atomic_load_explicit(&a->seq, memory_order_relaxed) != seq);
+}
