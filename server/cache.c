@@ -221,6 +221,21 @@ static zc_buf *read_body(struct cache *c, zc_file *f, size_t size)
 	return b;
 }
 
+
+/* The headers every full response for this entry repeats, formatted once
+ * here instead of once per response. */
+static void prebuild_head(struct cache_entry *e)
+{
+	int n = snprintf(e->head, sizeof(e->head),
+			 "Content-Type: %s\r\nContent-Length: %llu\r\n"
+			 "Last-Modified: %s\r\nETag: %s\r\n"
+			 "Accept-Ranges: bytes\r\n",
+			 e->mime, (unsigned long long)e->v.size, e->lastmod,
+			 e->etag);
+
+	e->head_len = n > 0 && (size_t)n < sizeof(e->head) ? (uint16_t)n : 0;
+}
+
 static struct cache_entry *entry_new(const char *key, const char *fs_path,
 				     int fd, uint64_t now_ms)
 {
@@ -242,6 +257,7 @@ static struct cache_entry *entry_new(const char *key, const char *fs_path,
 		 (unsigned long long)e->v.size);
 	http_date_format(e->v.mtime_ns / 1000000000, e->lastmod);
 	e->mime = mime_type(fs_path, strlen(fs_path));
+	prebuild_head(e);
 	e->checked_ms = now_ms;
 	e->hash = hash_key(key);
 	return e;

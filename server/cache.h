@@ -25,6 +25,10 @@
 #include "http_parser.h"
 #include "zc.h"
 
+/* Room for the prebuilt headers: the longest MIME type in mime.c plus
+ * fixed-size validators and a 20-digit length fit with margin. */
+#define CACHE_HEAD_MAX 320
+
 struct cache_entry {
 	struct gds_entry g;		/* first: libgds hands this back */
 	struct cache_entry *hnext;	/* hash chain */
@@ -40,6 +44,11 @@ struct cache_entry {
 	char etag[48];
 	char lastmod[HTTP_DATE_LEN + 1];
 	const char *mime;
+	/* The entity headers of a full 200 response, prebuilt when the entry
+	 * is made: Content-Type, Content-Length, Last-Modified, ETag,
+	 * Accept-Ranges, each ending in CRLF.  head_len 0: did not fit. */
+	char head[CACHE_HEAD_MAX];
+	uint16_t head_len;
 };
 
 struct cache_config {

@@ -66,6 +66,9 @@ static void append(struct resp_head *h, const char *s, size_t n)
 	h->len += n;
 }
 
+/* A string literal, its length counted by the compiler. */
+#define append_lit(h, lit) append((h), (lit), sizeof(lit) - 1)
+
 static void appendz(struct resp_head *h, const char *s)
 {
 	append(h, s, strlen(s));
@@ -73,16 +76,25 @@ static void appendz(struct resp_head *h, const char *s)
 
 void resp_begin(struct resp_head *h, int status)
 {
-	char line[64];
-	int n;
+	/* Every response starts here: no printf on this path. */
+	char code[4] = {
+		(char)('0' + status / 100 % 10), (char)('0' + status / 10 % 10),
+		(char)('0' + status % 10), ' '
+	};
 
 	h->len = 0;
 	h->overflow = false;
-	n = snprintf(line, sizeof(line), "HTTP/1.1 %d %s\r\n", status,
-		     resp_reason(status));
-	append(h, line, (size_t)n);
-	resp_add(h, "Server", "zchttpd");
-	resp_add(h, "Date", resp_date());
+	append_lit(h, "HTTP/1.1 ");
+	append(h, code, sizeof(code));
+	appendz(h, resp_reason(status));
+	append_lit(h, "\r\nServer: zchttpd\r\nDate: ");
+	append(h, resp_date(), HTTP_DATE_LEN);
+	append_lit(h, "\r\n");
+}
+
+void resp_add_raw(struct resp_head *h, const char *lines, size_t n)
+{
+	append(h, lines, n);
 }
 
 void resp_add(struct resp_head *h, const char *name, const char *value)
@@ -111,8 +123,10 @@ void resp_addf(struct resp_head *h, const char *name, const char *fmt, ...)
 
 void resp_end(struct resp_head *h, bool keep_alive)
 {
-	resp_add(h, "Connection", keep_alive ? "keep-alive" : "close");
-	append(h, "\r\n", 2);
+	if (keep_alive)
+		append_lit(h, "Connection: keep-alive\r\n\r\n");
+	else
+		append_lit(h, "Connection: close\r\n\r\n");
 }
 
 int resp_error(zc_agg *out, int status, bool head_only, bool keep_alive,

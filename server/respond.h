@@ -27,6 +27,8 @@ void resp_begin(struct resp_head *h, int status);
 void resp_add(struct resp_head *h, const char *name, const char *value);
 void resp_addf(struct resp_head *h, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Header lines already formatted ("Name: value\r\n"...), e.g. prebuilt. */
+void resp_add_raw(struct resp_head *h, const char *lines, size_t n);
 /* Connection header + the empty line. */
 void resp_end(struct resp_head *h, bool keep_alive);
 

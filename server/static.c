@@ -195,11 +195,16 @@ static int serve_entry(struct request_ctx *rc, zc_agg *out,
 		}
 	}
 	resp_begin(&h, status);
-	resp_add(&h, "Content-Type", e->mime);
-	resp_addf(&h, "Content-Length", "%llu", (unsigned long long)len);
-	resp_add(&h, "Last-Modified", e->lastmod);
-	resp_add(&h, "ETag", e->etag);
-	resp_add(&h, "Accept-Ranges", "bytes");
+	if (status == 200 && e->head_len) {
+		resp_add_raw(&h, e->head, e->head_len);
+	} else {
+		resp_add(&h, "Content-Type", e->mime);
+		resp_addf(&h, "Content-Length", "%llu",
+			  (unsigned long long)len);
+		resp_add(&h, "Last-Modified", e->lastmod);
+		resp_add(&h, "ETag", e->etag);
+		resp_add(&h, "Accept-Ranges", "bytes");
+	}
 	if (status == 206)
 		resp_addf(&h, "Content-Range", "bytes %llu-%llu/%llu",
 			  (unsigned long long)start,
