@@ -225,6 +225,31 @@ def test_report_files_table_and_plots(tmp_path):
         assert os.path.getsize(p) < 200_000
 
 
+def test_cpu_per_request_medians_ratio_and_table():
+    rows = _rows()
+    cost = {"zchttpd": [10.0, 12.0, 11.0], "nginx": [20.0, 25.0, 22.0], "h2o": [30.0, 33.0, 36.0]}
+    for r in rows:
+        r["server_cpu_us_per_req"] = cost[r["server"]][r["run"] - 1]
+        r["client_cpu_util"] = 0.97
+    summary, ratios = report.summarize(rows)
+    med = {(s["server"], s["mode"]): s for s in summary}
+    assert med[("zchttpd", "close")]["cpu_us_per_req_median"] == 11.0
+    r = {(x["peer"], x["mode"]): x["cpu_ratio"] for x in ratios}
+    assert r[("nginx", "keepalive")] == pytest.approx(22.0 / 11.0)
+    assert r[("h2o", "close")] == pytest.approx(33.0 / 11.0)
+    text = report.table(summary, ratios, ["zchttpd", "nginx", "h2o"])
+    assert "| 1k | 11.0 | 22.0 | 33.0 | 0.97 | 0.97 | 0.97 | 2.00 | 3.00 |" in text
+
+
+def test_cpu_seconds_of_this_process_grows():
+    from zcbench_lib import static
+    t0 = static.cpu_seconds([os.getpid()])
+    x = 0
+    while static.cpu_seconds([os.getpid()]) - t0 < 0.05:
+        x += sum(range(1000))
+    assert static.cpu_seconds([os.getpid(), 2 ** 22 + 7]) >= t0 + 0.05   # a gone pid counts 0
+
+
 # -- command line ---------------------------------------------------------------
 
 @pytest.mark.parametrize("args", [[], ["bogus"], ["static", "--bogus"], ["static", "--runs", "0"],

@@ -7,6 +7,12 @@ their median and adds, per (size, mode), the ratio of zchttpd's median to
 each peer's median, plus the per-run ratios (zchttpd and the peer measured
 back to back in the same run): on a shared machine their spread shows how
 far the median ratio can be trusted.
+
+Rows may carry "server_cpu_us_per_req" (the server's CPU time per request)
+and "client_cpu_util" (wrk's CPU use, 1.0 = one core).  With wrk and the
+server on the same two cores, wrk near 1.0 means the client caps requests/s,
+so the servers' CPU cost per request is reported beside the throughput:
+cpu_ratio = peer's cost / zchttpd's cost (> 1: zchttpd is cheaper).
 """
 import csv
 import json
@@ -17,7 +23,13 @@ from .docroot import size_label
 
 RAW_FIELDS = ["run", "size", "size_label", "mode", "server", "requests", "duration_s",
               "requests_per_s", "mbytes_per_s", "latency_p50_ms", "latency_p99_ms",
-              "errors", "socket_errors", "non_2xx_3xx", "server_conns"]
+              "errors", "socket_errors", "non_2xx_3xx", "server_conns",
+              "server_cpu_us_per_req", "client_cpu_util"]
+
+
+def _median_of(rs, key):
+    xs = [r[key] for r in rs if r.get(key) is not None]
+    return statistics.median(xs) if xs else None
 
 
 def summarize(rows, reference="zchttpd"):
@@ -35,6 +47,8 @@ def summarize(rows, reference="zchttpd"):
             "runs": len(rs), "rps_median": statistics.median(rps), "rps_min": min(rps),
             "rps_max": max(rps), "mbytes_per_s_median": statistics.median(mbps),
             "errors": sum(r["errors"] for r in rs),
+            "cpu_us_per_req_median": _median_of(rs, "server_cpu_us_per_req"),
+            "client_cpu_util_median": _median_of(rs, "client_cpu_util"),
         })
     med = {(s["size"], s["mode"], s["server"]): s for s in summary}
     ratios = []
@@ -51,6 +65,9 @@ def summarize(rows, reference="zchttpd"):
             "rps_ratio": ref["rps_median"] / s["rps_median"] if s["rps_median"] else float("inf"),
             "mbps_ratio": (ref["mbytes_per_s_median"] / s["mbytes_per_s_median"]
                            if s["mbytes_per_s_median"] else float("inf")),
+            "cpu_ratio": (s["cpu_us_per_req_median"] / ref["cpu_us_per_req_median"]
+                          if s.get("cpu_us_per_req_median") and ref.get("cpu_us_per_req_median")
+                          else None),
         })
     return summary, ratios
 
@@ -116,6 +133,42 @@ def table(summary, ratios, servers):
                       for s in servers]
             if "zchttpd" in servers:
                 cells += [_ratio_cell(rat[(size, mode, p)]) if (size, mode, p) in rat else "-" for p in peers]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    cpu = cpu_table(summary, ratios, servers)
+    if cpu:
+        out.append(cpu)
+    return "\n".join(out)
+
+
+def cpu_table(summary, ratios, servers):
+    """Server CPU microseconds per request (median), wrk's CPU use, and the
+    peers' cost relative to zchttpd's; "" when the rows have no CPU data."""
+    if not any(s.get("cpu_us_per_req_median") for s in summary):
+        return ""
+    med = {(s["size"], s["mode"], s["server"]): s for s in summary}
+    rat = {(r["size"], r["mode"], r["peer"]): r for r in ratios}
+    peers = [p for p in servers if p != "zchttpd"]
+
+    def num(x, fmt):
+        return format(x, fmt) if x is not None else "-"
+
+    out = []
+    for mode in sorted({s["mode"] for s in summary}, key=lambda m: (m != "keepalive", m)):
+        head = (["size"] + [f"{s} CPU us/req" for s in servers] +
+                [f"wrk CPU ({s})" for s in servers])
+        if "zchttpd" in servers:
+            head += [f"{p}/zchttpd CPU" for p in peers]
+        out.append(f"**{mode}: server CPU per request** (wrk CPU: 1.00 = one core busy)\n")
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "---|" * len(head))
+        for size in sorted({s["size"] for s in summary if s["mode"] == mode}):
+            label = next(s["size_label"] for s in summary if s["size"] == size)
+            row = [med.get((size, mode, s), {}) for s in servers]
+            cells = [label] + [num(r.get("cpu_us_per_req_median"), ".1f") for r in row]
+            cells += [num(r.get("client_cpu_util_median"), ".2f") for r in row]
+            if "zchttpd" in servers:
+                cells += [num(rat.get((size, mode, p), {}).get("cpu_ratio"), ".2f") for p in peers]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)
