@@ -366,7 +366,10 @@ static bool answer(struct conn *c, const struct http_request *req)
 		c->linger = true;
 	}
 
-	if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD) {
+	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
+	    req->content_length > w->cfg->max_body_bytes) {
+		err = 413;	/* refused before anything else about it */
+	} else if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD) {
 		err = req->method == HTTP_M_OTHER ? 501 : 405;
 	} else if (status_matches(w, req)) {
 		err = status_serve(w, &rc, c->out);

@@ -33,6 +33,8 @@ void options_usage(FILE *f)
 "  --max-request-line N       bytes (default 8192; more: 414)\n"
 "  --max-headers N            header fields (default 100, at most 256; more: 431)\n"
 "  --max-header-bytes N       bytes of header fields (default 16384; more: 431)\n"
+"  --max-body SIZE            largest request body announced by Content-Length\n"
+"                             (default 1m; more: 413); bodies are never used\n"
 "  --cache-size BYTES         unified cache budget per worker (default 256M)\n"
 "  --cache-ttl MS             revalidate cached files after this (default 1000)\n"
 "  --cache-small-max BYTES    keep bodies up to this in memory (default 64k)\n"
@@ -48,6 +50,7 @@ void options_defaults(struct options *o)
 	memset(o, 0, sizeof(*o));
 	o->cfg.listen = ":8080";
 	o->cfg.max_conns = 16384;
+	o->cfg.max_body_bytes = 1u << 20;
 	o->cfg.header_timeout_ms = 10000;
 	o->cfg.keepalive_timeout_ms = 30000;
 	o->cfg.send_timeout_ms = 60000;
@@ -166,6 +169,11 @@ static int apply(struct options *o, const char *name, const char *val,
 			goto bad;
 	} else if (!strcmp(name, "max-headers")) {
 		NUM(limits.max_headers, 256);	/* worker slot array size */
+	} else if (!strcmp(name, "max-body")) {
+		NEED_VAL();
+		if (parse_size(val, &n))
+			goto bad;
+		c->max_body_bytes = n;
 	} else if (!strcmp(name, "max-header-bytes")) {
 		NUM(limits.max_head_bytes, 16384);
 	} else if (!strcmp(name, "cache-size")) {

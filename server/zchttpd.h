@@ -28,6 +28,7 @@ struct config {
 	const char *listen;		/* "127.0.0.1:8080" */
 	int workers;			/* 0: one per core */
 	unsigned max_conns;		/* per worker */
+	uint64_t max_body_bytes;	/* a larger Content-Length is 413 */
 	unsigned header_timeout_ms;	/* whole request head (slowloris) */
 	unsigned keepalive_timeout_ms;	/* idle between requests */
 	unsigned send_timeout_ms;	/* client not reading our response */

@@ -173,6 +173,10 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 	[[ "$output" == "HTTP/1.1 501 "* ]]
 	run bash -c "printf 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n' | $RAW $PORT"
 	[[ "$output" == "HTTP/1.1 400 "* ]]
+	run bash -c "printf 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\nabc' | $RAW $PORT"
+	[[ "$output" == "HTTP/1.1 413 "* ]]; [[ "$output" == *"Connection: close"* ]]
+	run bash -c "printf 'GET /small.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello' | $RAW $PORT"
+	[[ "$output" == "HTTP/1.1 200 "* ]]; [[ "$output" == *"Connection: close"* ]]
 	long=$(head -c 9000 /dev/zero | tr '\0' a)
 	run bash -c "printf 'GET /$long HTTP/1.1\r\nHost: x\r\n\r\n' | $RAW $PORT"
 	[[ "$output" == "HTTP/1.1 414 "* ]]
