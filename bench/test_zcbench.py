@@ -250,6 +250,24 @@ def test_cpu_seconds_of_this_process_grows():
     assert static.cpu_seconds([os.getpid(), 2 ** 22 + 7]) >= t0 + 0.05   # a gone pid counts 0
 
 
+def test_pinning_split_leaves_the_client_a_core():
+    from zcbench_lib import pinning
+    assert pinning.split([0], 1) == (None, None)              # nothing to separate
+    assert pinning.split([1, 0], 1) == ([1], [0])
+    assert pinning.split([0, 1, 2, 3], 2) == ([2, 3], [0, 1])
+    assert pinning.split([0, 1, 2], 8) == ([1, 2], [0])       # never all of them
+    assert pinning.preexec(None) is None
+
+
+def test_pinning_preexec_pins_the_child():
+    from zcbench_lib import pinning
+    cpu = pinning.available()[-1]
+    out = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                         capture_output=True, text=True, check=True,
+                         preexec_fn=pinning.preexec([cpu])).stdout
+    assert out.strip() == f"[{cpu}]"
+
+
 # -- command line ---------------------------------------------------------------
 
 @pytest.mark.parametrize("args", [[], ["bogus"], ["static", "--bogus"], ["static", "--runs", "0"],

@@ -84,6 +84,9 @@ def build_parser():
     s.add_argument("--quick", action="store_true",
                    help="smoke run: 1 run, 1 s, sizes 1k,100k (overrides --runs/--duration/--sizes)")
     s.add_argument("--no-plot", action="store_true", help="skip the PNG figures")
+    s.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="do not pin the servers and wrk to separate CPUs (default: the servers "
+                        "get the last --workers CPUs, wrk the rest)")
 
     rp = sub.add_parser(
         "report", help="redo the tables and figures of a `zcbench static` result directory",

@@ -27,7 +27,7 @@ import socket
 import subprocess
 import time
 
-from . import build_dir
+from . import build_dir, pinning
 
 NAMES = ("zchttpd", "nginx", "h2o")
 
@@ -127,7 +127,8 @@ def _which(name):
 class Server:
     """One server process tree.  start() returns once it answers GET probe_path."""
 
-    def __init__(self, name, docroot, workdir, workers=1, extra_args=(), probe_path="/index.html"):
+    def __init__(self, name, docroot, workdir, workers=1, extra_args=(), probe_path="/index.html",
+                 cpus=None):
         if name not in NAMES:
             raise ServerError(f"unknown server {name!r} (known: {', '.join(NAMES)})")
         self.name = name
@@ -136,6 +137,7 @@ class Server:
         self.workers = workers
         self.extra_args = list(extra_args)
         self.probe_path = probe_path
+        self.cpus = cpus          # pin the whole process tree here (pinning.py)
         self.port = None
         self.proc = None
         self.log_path = os.path.join(self.dir, "stderr.log")
@@ -175,7 +177,7 @@ class Server:
         log = open(self.log_path, "wb")
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=pinning.preexec(self.cpus))
         finally:
             log.close()
         deadline = time.monotonic() + timeout_s

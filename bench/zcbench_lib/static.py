@@ -5,7 +5,8 @@ One docroot (a file per size), every server started once, then
     for run in 1..runs: for size: for mode: for server (order rotated per run)
         wrk -t1 -c<connections> -d<duration> --latency [-H "Connection: close"] URL
 
-so drift on a shared machine hits every server alike; the median of the runs
+with every server pinned to the same CPU(s) and wrk to the others (pinning.py;
+--no-pin to let the scheduler place them), so drift on a shared machine hits every server alike; the median of the runs
 is reported per (server, size, mode) with the ratios zchttpd/peer.
 
 Mode "close" sends "Connection: close": each response ends its connection and
@@ -23,7 +24,7 @@ import tempfile
 import time
 
 from . import docroot as dr
-from . import report, servers, wrk
+from . import pinning, report, servers, wrk
 
 DEFAULT_SIZES = "500,1k,2k,5k,10k,20k,50k,100k,200k"
 MODES = ("keepalive", "close")
@@ -73,7 +74,7 @@ def _children_cpu():
     return ru.ru_utime + ru.ru_stime
 
 
-def run_one(srv, path, mode, connections, duration_s):
+def run_one(srv, path, mode, connections, duration_s, client_cpus=None):
     """One wrk run against srv; a result row (without run/size fields).
 
     Besides wrk's figures the row has the server's CPU time per request
@@ -83,7 +84,8 @@ def run_one(srv, path, mode, connections, duration_s):
     before = _conns_total(srv)
     pids = srv.pids()
     cpu0, wcpu0 = cpu_seconds(pids), _children_cpu()
-    res = wrk.run(srv.url(path), connections, duration_s, threads=1, close=(mode == "close"))
+    res = wrk.run(srv.url(path), connections, duration_s, threads=1, close=(mode == "close"),
+                  cpus=client_cpus)
     cpu1, wcpu1 = cpu_seconds(pids), _children_cpu()
     after = _conns_total(srv)
     row = {
@@ -117,9 +119,14 @@ def run(opts, log=sys.stderr):
         "duration_s": opts.duration_s, "connections": opts.connections, "workers": opts.workers,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_note(),
     }
+    server_cpus, client_cpus = (pinning.split(pinning.available(), opts.workers)
+                                if getattr(opts, "pin", True) else (None, None))
+    meta["placement"] = {"server_cpus": server_cpus, "client_cpus": client_cpus}
+    print(f"zcbench: servers on CPU {pinning.describe(server_cpus)}, wrk on CPU "
+          f"{pinning.describe(client_cpus)}", file=log)
     try:
         for name in opts.servers:
-            srv = servers.Server(name, root, tmp, workers=opts.workers).start()
+            srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus).start()
             started.append(srv)
             verify_bodies(srv, files)
             meta.setdefault("commands", {})[name] = " ".join(srv.cmdline)
@@ -136,7 +143,8 @@ def run(opts, log=sys.stderr):
                         i += 1
                         print(f"[{i}/{total}] run {run_no}/{opts.runs} size {label} {mode} {srv.name} ... ",
                               end="", file=log, flush=True)
-                        row = run_one(srv, files[size][0], mode, opts.connections, opts.duration_s)
+                        row = run_one(srv, files[size][0], mode, opts.connections, opts.duration_s,
+                                      client_cpus)
                         row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name)
                         rows.append(row)
                         note = ""

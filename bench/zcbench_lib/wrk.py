@@ -177,11 +177,13 @@ def find_wrk():
     return path
 
 
-def run(url, connections, duration_s, threads=1, close=False, latency=True):
-    """Run wrk once; a parsed WrkResult (raw stdout in .raw)."""
+def run(url, connections, duration_s, threads=1, close=False, latency=True, cpus=None):
+    """Run wrk once (pinned to cpus if given); a parsed WrkResult (raw stdout in .raw)."""
+    from . import pinning
     argv = command(url, connections, duration_s, threads, close, latency, wrk=find_wrk())
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 30)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 30,
+                           preexec_fn=pinning.preexec(cpus))
     except subprocess.TimeoutExpired:
         raise WrkError(f"wrk did not finish in {duration_s + 30:.0f}s: {' '.join(argv)}") from None
     if p.returncode != 0:
