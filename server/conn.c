@@ -65,6 +65,7 @@ struct conn {
 	bool linger;			/* the client may still be sending:
 					 * close via LINGER, not at once */
 	uint32_t events;		/* epoll mask registered */
+	bool in_epoll;			/* registered at all (see conn_new) */
 	struct disk_job *pending;	/* helper job we wait for */
 	struct disk_job *done;		/* its result, for the re-answer */
 	struct sockaddr_storage peer;
@@ -84,6 +85,7 @@ struct conn {
 
 static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data);
 static void process(struct conn *c);
+static void do_read(struct conn *c);
 
 /* ------------------------------------------------------------ life */
 
@@ -170,23 +172,40 @@ static void arm(struct conn *c, struct ev_timer_list *l)
 
 /* Level-triggered: while a response is pending we wait for EPOLLOUT only
  * (input is not read then, and a readable socket must not wake us in a
- * loop); while waiting for the disk for nothing; otherwise for EPOLLIN. */
+ * loop); while waiting for the disk for nothing; otherwise for EPOLLIN.
+ * A new connection enters epoll only the first time it has to wait. */
 static int set_events(struct conn *c, uint32_t events)
 {
-	if (events == c->events)
+	if (c->in_epoll && events == c->events)
 		return 0;
 	c->events = events;
+	if (!c->in_epoll) {
+		if (!events)
+			return 0;	/* nothing to wait for yet */
+		c->in_epoll = true;
+		return ev_add(c->w->loop, c->fd, events, on_io, c);
+	}
 	return ev_mod(c->w->loop, c->fd, events, on_io, c);
 }
 
-static int conn_new(struct worker *w, int fd, const struct sockaddr_storage *ss)
+/*
+ * A new connection is read at once, before it is registered with epoll:
+ * the listener defers accept until the request has arrived
+ * (TCP_DEFER_ACCEPT, listen.c), so the first recv normally finds it.  A
+ * one-request connection (Connection: close) is then answered and closed
+ * without ever entering epoll -- accept4, recv, send, close -- and a
+ * keep-alive one is registered only when it first has to wait.  It also
+ * inherits TCP_NODELAY from the listener: responses leave as whole
+ * aggregates, and Nagle would only delay the last partial segment of each.
+ */
+static struct conn *conn_new(struct worker *w, int fd,
+			     const struct sockaddr_storage *ss)
 {
 	struct conn *c = calloc(1, sizeof(*c));
-	int one = 1;
 
 	if (!c || zc_agg_create(&c->out)) {
 		free(c);
-		return -ENOMEM;
+		return NULL;
 	}
 	c->w = w;
 	c->fd = fd;
@@ -197,16 +216,7 @@ static int conn_new(struct worker *w, int fd, const struct sockaddr_storage *ss)
 	zc_sink_trust_extents(&c->sink, 1);
 	c->peer = *ss;
 	c->state = C_IDLE;
-	c->events = EPOLLIN;
 	http_parser_init(&c->parser);
-	/* Responses leave as whole aggregates: Nagle would only delay the
-	 * last partial segment of each one. */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (ev_add(w->loop, fd, EPOLLIN, on_io, c)) {
-		zc_agg_release(c->out);
-		free(c);
-		return -ENOMEM;
-	}
 	c->next = w->conns;
 	if (w->conns)
 		w->conns->prev = c;
@@ -215,7 +225,7 @@ static int conn_new(struct worker *w, int fd, const struct sockaddr_storage *ss)
 	w->stats->conns_open = w->nconns;
 	w->stats->conns_total++;
 	arm(c, &w->t_idle);
-	return 0;
+	return c;
 }
 
 int conn_accept_all(struct worker *w)
@@ -223,6 +233,7 @@ int conn_accept_all(struct worker *w)
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
+		struct conn *c;
 		int fd = accept4(w->lfd, (struct sockaddr *)&ss, &len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -239,8 +250,12 @@ int conn_accept_all(struct worker *w)
 			close(fd);
 			continue;
 		}
-		if (conn_new(w, fd, &ss))
+		c = conn_new(w, fd, &ss);
+		if (!c) {
 			close(fd);
+			continue;
+		}
+		do_read(c);	/* may answer and free it */
 	}
 	return 0;
 }
@@ -267,21 +282,37 @@ void conn_close_all(struct worker *w)
 
 /* ------------------------------------------------------------ output */
 
+/* Wait for more input (registering with epoll if this is the first wait);
+ * returns false if the connection had to be freed. */
+static bool want_input(struct conn *c)
+{
+	if (set_events(c, EPOLLIN)) {
+		conn_free(c);
+		return false;
+	}
+	return true;
+}
+
 static void go_idle(struct conn *c)
 {
 	c->state = C_IDLE;
 	/* An idle connection holds no input buffer. */
 	free(c->in);
 	c->in = NULL;
-	arm(c, &c->w->t_idle);
+	if (want_input(c))
+		arm(c, &c->w->t_idle);
 }
 
-static void start_linger(struct conn *c)
+/* Returns false if the connection was freed. */
+static bool start_linger(struct conn *c)
 {
 	shutdown(c->fd, SHUT_WR);
 	c->state = C_LINGER;
 	c->in_len = 0;
+	if (!want_input(c))
+		return false;
 	arm(c, &c->w->t_linger);
+	return true;
 }
 
 /*
@@ -294,10 +325,8 @@ static void start_linger(struct conn *c)
  */
 static bool finish(struct conn *c)
 {
-	if (c->linger || c->in_len) {
-		start_linger(c);
-		return true;
-	}
+	if (c->linger || c->in_len)
+		return start_linger(c);
 	conn_free(c);
 	return false;
 }
@@ -332,12 +361,14 @@ static bool flush(struct conn *c)
 		conn_free(c);
 		return false;
 	}
+	/* A connection about to close needs no input events (a lingering
+	 * one registers its own): Connection: close never touches epoll. */
+	if (c->close_after)
+		return finish(c);
 	if (set_events(c, c->pending ? 0 : EPOLLIN)) {
 		conn_free(c);
 		return false;
 	}
-	if (c->close_after)
-		return finish(c);
 	return true;
 }
 
@@ -490,6 +521,7 @@ static void process(struct conn *c)
 			c->state = C_READING;
 			arm(c, &w->t_header);
 		}
+		want_input(c);
 		return;
 	}
 	if (w->stopping) {
@@ -522,9 +554,17 @@ static void do_read(struct conn *c)
 	}
 	n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
 	if (n < 0) {
-		if (errno == EAGAIN || errno == EINTR)
+		if (errno != EAGAIN && errno != EINTR) {
+			conn_free(c);
 			return;
-		conn_free(c);
+		}
+		/* Nothing yet (a new connection whose request is not here,
+		 * or a spurious wake-up): wait, holding no buffer if idle. */
+		if (!c->in_len) {
+			free(c->in);
+			c->in = NULL;
+		}
+		want_input(c);
 		return;
 	}
 	if (n == 0) {

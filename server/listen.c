@@ -88,8 +88,19 @@ int listen_open(const struct sockaddr_storage *ss, socklen_t len, int backlog)
 		    0);
 	if (fd < 0)
 		return -errno;
+	/*
+	 * Accepted sockets inherit TCP_NODELAY from the listener (one
+	 * setsockopt per worker instead of one per connection).
+	 * TCP_DEFER_ACCEPT wakes us only once a connection has sent its first
+	 * bytes, so conn.c reads the request right after accept4 without a
+	 * trip through epoll; a client that connects and stays silent is
+	 * accepted anyway after about a second (then the usual timeouts
+	 * apply), and until then costs us nothing but a request sock.
+	 */
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof(one)) < 0 ||
 	    bind(fd, (const struct sockaddr *)ss, len) < 0 ||
 	    listen(fd, backlog) < 0) {
 		err = -errno;

@@ -220,6 +220,36 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 	[[ "$output" == *"small file"* ]]
 }
 
+@test "silent and late clients: deferred accept still serves and times out" {
+	teardown
+	start_server --header-timeout 800 --keepalive-timeout 800
+	# Connects, says nothing: accepted after the defer period, then closed
+	# by the server (idle or header timeout), not held forever.  Sends a
+	# request 1.5 s after connecting on a second socket: still answered.
+	run python3 - "$PORT" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+silent = socket.create_connection(("127.0.0.1", port))
+late = socket.create_connection(("127.0.0.1", port))
+time.sleep(1.5)
+late.sendall(b"GET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+late.settimeout(5)
+data = b""
+while True:
+    c = late.recv(4096)
+    if not c:
+        break
+    data += c
+assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"small file\n"), data
+silent.settimeout(10)
+t = time.monotonic()
+assert silent.recv(4096) == b"", "the silent connection got data"
+print("late ok, silent closed after %.1fs" % (time.monotonic() - t))
+PY
+	[ "$status" -eq 0 ]
+	[[ "$output" == "late ok, silent closed"* ]]
+}
+
 @test "graceful shutdown finishes a response in flight" {
 	# A slow reader: the 300 KB response cannot leave at once.
 	python3 - "$PORT" "$BATS_TEST_TMPDIR/sent" > "$BATS_TEST_TMPDIR/slow.out" <<'PY' &
