@@ -165,19 +165,24 @@ static void reload(struct master *m)
 
 	if (options_parse(&o, m->argc, m->argv) || o.help || o.version) {
 		fprintf(stderr, "zchttpd: reload refused: bad options\n");
+		options_free(&o);
 		return;
 	}
 	if (strcmp(o.cfg.listen, m->opt.cfg.listen) ||
 	    (o.cfg.workers && o.cfg.workers != m->nworkers)) {
 		fprintf(stderr, "zchttpd: reload refused: --listen and "
 			"--workers need a restart\n");
+		options_free(&o);
 		return;
 	}
 	fd = open_root(o.cfg.root);
-	if (fd < 0)
+	if (fd < 0) {
+		options_free(&o);
 		return;
+	}
 	close(m->rootfd);
 	m->rootfd = fd;
+	options_free(&m->opt);
 	m->opt = o;
 	for (int i = 0; i < m->nworkers; i++) {
 		pid_t old = m->pids[i];

@@ -102,11 +102,37 @@ static int parse_size(const char *v, unsigned long *out)
 	return 0;
 }
 
-/* Keep strings alive for the process lifetime (options are parsed once per
- * start or reload; the few bytes are not worth tracking). */
-static const char *keep(const char *s)
+/* A copy of a string value, owned by o until options_free(o): a reload
+ * parses a new set and frees the old one. */
+struct opt_str {
+	struct opt_str *next;
+	char s[];
+};
+
+static const char *keep(struct options *o, const char *s)
 {
-	return strdup(s);
+	size_t n = strlen(s) + 1;
+	struct opt_str *k = malloc(sizeof(*k) + n);
+
+	if (!k) {
+		fprintf(stderr, "zchttpd: out of memory\n");
+		exit(1);
+	}
+	memcpy(k->s, s, n);
+	k->next = o->strings;
+	o->strings = k;
+	return k->s;
+}
+
+void options_free(struct options *o)
+{
+	struct opt_str *k, *next;
+
+	for (k = o->strings; k; k = next) {
+		next = k->next;
+		free(k);
+	}
+	o->strings = NULL;
 }
 
 static int read_config(struct options *o, const char *path, int depth);
@@ -126,10 +152,10 @@ static int apply(struct options *o, const char *name, const char *val,
 
 	if (!strcmp(name, "root")) {
 		NEED_VAL();
-		c->root = keep(val);
+		c->root = keep(o, val);
 	} else if (!strcmp(name, "listen")) {
 		NEED_VAL();
-		c->listen = keep(val);
+		c->listen = keep(o, val);
 	} else if (!strcmp(name, "workers")) {
 		NUM(workers, ZCHTTPD_MAX_WORKERS);
 	} else if (!strcmp(name, "config")) {
@@ -138,11 +164,11 @@ static int apply(struct options *o, const char *name, const char *val,
 			fprintf(stderr, "zchttpd: config files do not nest\n");
 			return -1;
 		}
-		o->config = keep(val);
+		o->config = keep(o, val);
 		return read_config(o, val, depth + 1);
 	} else if (!strcmp(name, "access-log")) {
 		NEED_VAL();
-		c->access_log = keep(val);
+		c->access_log = keep(o, val);
 	} else if (!strcmp(name, "status-path")) {
 		NEED_VAL();
 		if (!strcmp(val, "off"))
@@ -150,7 +176,7 @@ static int apply(struct options *o, const char *name, const char *val,
 		else if (val[0] != '/')
 			goto bad;
 		else
-			c->status_path = keep(val);
+			c->status_path = keep(o, val);
 	} else if (!strcmp(name, "max-conns")) {
 		NUM(max_conns, 1000000);
 		if (!c->max_conns)
@@ -196,7 +222,7 @@ static int apply(struct options *o, const char *name, const char *val,
 		c->follow_symlinks_outside = true;
 	} else if (!strcmp(name, "user")) {
 		NEED_VAL();
-		o->user = keep(val);
+		o->user = keep(o, val);
 	} else {
 		fprintf(stderr, "zchttpd: unknown option '%s'\n", name);
 		return -1;

@@ -7,11 +7,14 @@
 
 #include "zchttpd.h"
 
+struct opt_str;
+
 struct options {
 	struct config cfg;
 	const char *config;	/* --config FILE, re-read on SIGHUP */
 	const char *user;	/* --user NAME */
 	bool help, version;
+	struct opt_str *strings;	/* the values' copies (options.c) */
 };
 
 void options_defaults(struct options *o);
@@ -19,5 +22,7 @@ void options_defaults(struct options *o);
  * the problem to stderr (the caller prints usage and exits 2). */
 int options_parse(struct options *o, int argc, char **argv);
 void options_usage(FILE *f);
+/* Free the strings options_parse copied (o's pointers become invalid). */
+void options_free(struct options *o);
 
 #endif
