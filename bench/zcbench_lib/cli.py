@@ -124,7 +124,9 @@ def build_parser():
     ld.add_argument("--connections", type=_positive, default=50, help="wrk connections")
     ld.add_argument("--workers", type=_positive, default=1, help="zchttpd workers")
     ld.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
-    p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc}
+    from .preload_cli import add_parser as add_preload_parser
+    pre = add_preload_parser(sub, _list, _duration, _positive)
+    p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc, "preload": pre}
     return p
 
 
@@ -179,6 +181,9 @@ def cmd_report(a):
         print(f"zcbench: {a.dir}: no readable results.json ({e})", file=sys.stderr)
         return 1
     out = a.out or a.dir
+    if data.get("meta", {}).get("benchmark") == "preload":
+        from . import preload_cli
+        return preload_cli.cmd_report(data, out)
     rows = data["runs"]
     servers = [s for s in ("zchttpd", "nginx", "h2o") if any(r["server"] == s for r in rows)]
     summary, ratios = report.summarize(rows)
@@ -233,6 +238,9 @@ def main(argv=None):
             return cmd_report(a)
         if a.cmd == "syscalls":
             return cmd_syscalls(a)
+        if a.cmd == "preload":
+            from . import preload_cli
+            return preload_cli.cmd_preload(a)
     except (ServerError, wrk.WrkError) as e:
         print(f"zcbench: {e}", file=sys.stderr)
         return 1
