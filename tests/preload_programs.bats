@@ -236,6 +236,36 @@ print(n)'" || return 1
 	same file pipe "$DATA/b4097" 'cat >&-; echo $?; sort >&- '"'$DATA/t4097'"'; echo $?'
 }
 
+@test "edge cases: O_NONBLOCK stdout (EAGAIN), SIGALRM every ms (EINTR), 4 threads writing one pipe" {
+	local h="$BATS_TEST_DIRNAME/preload_programs/edge_io.py"
+	# A slow reader makes the non-blocking writer meet EAGAIN.
+	same file pipe "$DATA/b20971520" "$PY3 '$h' nonblock | (sleep 0.2; cat)" || return 1
+	same pipe pipe "$DATA/b1048579" "$PY3 '$h' nonblock | (sleep 0.1; cat)" || return 1
+	same unix tcp "$DATA/b1048579" "$PY3 '$h' nonblock" || return 1
+	same file pipe "$DATA/b20971520" "$PY3 '$h' eintr" || return 1
+	same tcp pipe "$DATA/b1048579" "$PY3 '$h' eintr | cat" || return 1
+	# Writes of one page to a pipe are atomic: no record may be torn.
+	same null pipe /dev/null "$PY3 '$h' threads-write '$DATA/b20971520' | $PY3 '$h' threads-verify '$DATA/b20971520'"
+}
+
+@test "a file truncated under mmap + write: the same short write and EFAULT, no SIGBUS" {
+	local n
+	for n in 0 1 4096 1000000; do
+		same null pipe /dev/null "cp '$DATA/b20971520' f && $PY3 '$BATS_TEST_DIRNAME/preload_programs/mmap_write.py' --truncate $n f; echo \$?" || return 1
+	done
+	[ "$(tail -c 2 "$BATS_TEST_TMPDIR/ld/out")" = 1 ]    # it reported EFAULT, it was not killed
+}
+
+@test "a program's own SIGSEGV handler (Python's faulthandler) still reports the crash" {
+	local crash="import ctypes, os; d = os.read(0, 1 << 20); os.write(1, d); ctypes.string_at(0)"
+	# The first half copies stdin to stdout (what forward converts), then
+	# the program crashes: faulthandler must print its report and the
+	# process must die of SIGSEGV (139) exactly as without the preload.
+	same file pipe "$DATA/b1048579" "$PY3 -X faulthandler -c '$crash' 2>&1 | sed -E 's/0x[0-9a-f]+/ADDR/g'; echo \${PIPESTATUS[0]}" || return 1
+	[ "$(tail -1 "$BATS_TEST_TMPDIR/zcrun/out")" = 139 ]
+	grep -q 'Fatal Python error: Segmentation fault' "$BATS_TEST_TMPDIR/zcrun/out"
+}
+
 @test "fires: pipe (cat | sha256sum, dd | dd) grows pipes" {
 	same file pipe "$DATA/b20971520" 'cat | sha256sum' || return 1
 	fired pipe || return 1

@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
-"""mmap_write.py FILE: write FILE to stdout straight from a read-only
-mapping of it, the way mmap+write servers (Apache with EnableMMAP) do: one
-write(2) per 1 MiB slice, then the last part with writev(2) in two pieces.
-Partial writes are continued.  An empty file cannot be mapped; it writes
-nothing."""
+"""mmap_write.py [--truncate N] FILE: write FILE to stdout straight from a
+read-only mapping of it, the way mmap+write servers (Apache with
+EnableMMAP) do: one write(2) per 1 MiB slice, then the last part with
+writev(2) in two pieces.  Partial writes are continued.  An empty file
+cannot be mapped; it writes nothing.
+
+--truncate N shrinks the file to N bytes after mapping it and before
+writing: the writes then reach pages past the end of the file, where the
+kernel's copy fails (a short write, then EFAULT) -- the program reports
+how far it got and exits 1.  It must not die of SIGBUS, with or without
+the preload, and must report the same."""
 import mmap
 import os
 import sys
@@ -18,21 +24,36 @@ def write_all(fd, view):
 
 
 def main():
-    with open(sys.argv[1], "rb") as f:
+    args = sys.argv[1:]
+    truncate = None
+    if args[:1] == ["--truncate"]:
+        truncate, args = int(args[1]), args[2:]
+    with open(args[0], "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             return 0
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            view = memoryview(m)
-            head = max(0, size - SLICE)
-            for off in range(0, head, SLICE):
-                write_all(1, view[off:min(off + SLICE, head)])
-            tail = view[head:]
-            half = len(tail) // 2
-            n = os.writev(1, [tail[:half], tail[half:]])
-            write_all(1, tail[n:])
-            del view, tail
+            if truncate is not None:
+                os.truncate(args[0], truncate)
+            error = None
+            try:
+                send(memoryview(m), size)
+            except OSError as e:
+                error = e.strerror  # keep no frame alive: the mapping must close
+    if error:
+        print(f"mmap_write: {error}", file=sys.stderr)
+        return 1
     return 0
+
+
+def send(view, size):
+    head = max(0, size - SLICE)
+    for off in range(0, head, SLICE):
+        write_all(1, view[off:min(off + SLICE, head)])
+    tail = view[head:]
+    half = len(tail) // 2
+    n = os.writev(1, [tail[:half], tail[half:]])
+    write_all(1, tail[n:])
 
 
 if __name__ == "__main__":
