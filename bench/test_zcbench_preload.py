@@ -122,6 +122,7 @@ def test_summarize_medians_ratios_and_bars():
     assert [x["workload"] for x in s] == ["dd-pipe", "null-4k"]
     dd, null = s
     assert dd["plain_median"] == 100.0 and dd["preload_median"] == 150.0
+    assert sorted(dd["plain_runs"]) == [90.0, 100.0, 110.0] and len(dd["preload_runs"]) == 3
     assert dd["ratio"] == pytest.approx(1.5)
     # per-run ratios pair the two modes of the same run, whatever their order
     assert dd["ratio_runs"] == pytest.approx([1.5, 120 / 110, 160 / 90])
@@ -184,8 +185,9 @@ def test_write_all_and_plot(tmp_path):
     data = json.loads((tmp_path / "results.json").read_text())
     assert data["meta"]["benchmark"] == "preload" and len(data["runs"]) == len(ROWS)
     pytest.importorskip("matplotlib")
-    (png,) = preload_report.plot(str(tmp_path), s)
-    assert png.endswith("preload-ratios.png") and os.path.getsize(png) > 1000
+    ratios, rates = preload_report.plot(str(tmp_path), s)
+    assert ratios.endswith("preload-ratios.png") and os.path.getsize(ratios) > 1000
+    assert rates.endswith("preload-rates.png") and os.path.getsize(rates) > 1000
 
 
 def test_zcbench_report_redoes_a_preload_result(tmp_path):

@@ -31,7 +31,7 @@ SUMMARY_FIELDS = ["workload", "class", "unit", "runs", "plain_median", "preload_
 
 def summarize(rows, bars, classes=None, order=None):
     """[{workload, class, unit, runs, plain_median, preload_median, ratio,
-    ratio_runs, ratio_min, ratio_max, bar, meets, <conv>_converted_per_run,
+    plain_runs, preload_runs (every rate), ratio_runs, ratio_min, ratio_max, bar, meets, <conv>_converted_per_run,
     <conv>_seen_per_run, <conv>_mbytes_per_run}], in `order` (default: first
     appearance)."""
     classes = classes or {}
@@ -53,6 +53,7 @@ def summarize(rows, bars, classes=None, order=None):
         bar = bars.get(name)
         s = {"workload": name, "class": classes.get(name, ""), "unit": rs[0].get("unit", ""),
              "runs": len(runs), "plain_median": pm, "preload_median": qm, "ratio": ratio,
+             "plain_runs": plain, "preload_runs": pre,
              "ratio_runs": ratio_runs, "ratio_min": min(ratio_runs) if ratio_runs else None,
              "ratio_max": max(ratio_runs) if ratio_runs else None, "bar": bar,
              "meets": (ratio >= bar) if ratio is not None and bar is not None else None}
@@ -119,8 +120,9 @@ def write_all(out_dir, meta, rows, summary):
 
 def plot(out_dir, summary, dpi=80):
     """preload-ratios.png: per workload the preload/plain ratio of the
-    medians (bar), the per-run ratios (dots), the workload's target (a
-    tick) and 1.0 and 0.97 lines.  Returns [path]."""
+    medians (bar), the per-run ratios (dots), the workload's bar (a blue
+    tick) and a line at 1.0; and preload-rates.png (plot_rates).  Returns
+    both paths."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -154,4 +156,36 @@ def plot(out_dir, summary, dpi=80):
     path = os.path.join(out_dir, "preload-ratios.png")
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
-    return [path]
+    return [path, plot_rates(out_dir, summary, plt, dpi)]
+
+
+def plot_rates(out_dir, summary, plt, dpi):
+    """preload-rates.png: one panel per workload, the rate of every run
+    without and with the preload (dots) and their medians (bars), in the
+    workload's own unit."""
+    ss = [s for s in summary if s["plain_median"] is not None or s["preload_median"] is not None]
+    cols = min(3, max(1, len(ss)))
+    rows = (len(ss) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.9 * rows), squeeze=False)
+    for ax, s in zip([a for r in axes for a in r], ss):
+        for x, (mode, color) in enumerate((("plain", "tab:gray"), ("preload", "tab:orange"))):
+            med = s[f"{mode}_median"]
+            if med is None:
+                continue
+            ax.bar(x, med, color=color, alpha=0.6, width=0.6)
+            runs = s.get(f"{mode}_runs") or []
+            ax.plot([x] * len(runs), runs, "k.", markersize=4)
+        ax.set_xticks([0, 1])
+        ax.set_xticklabels(["without", "with preload"])
+        ax.set_title(f"{s['workload']} {s['class'].split(')')[0] + ')' if s['class'] else ''}", fontsize=10)
+        ax.set_ylabel(s["unit"], fontsize=9)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, axis="y", alpha=0.3)
+    for ax in [a for r in axes for a in r][len(ss):]:
+        ax.axis("off")
+    fig.suptitle("zcbench preload: rate of every run (dots) and median (bar)", fontsize=11)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "preload-rates.png")
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
