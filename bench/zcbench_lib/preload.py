@@ -28,7 +28,6 @@ Bars from the issue (preload/plain ratio of the medians): >= 1.3 on apache
 and dd-pipe, >= 1.1 on the stdio readers, and no workload below 0.97.
 """
 import hashlib
-import http.client
 import os
 import resource
 import shutil
@@ -38,7 +37,7 @@ import tempfile
 import time
 
 from . import build_dir, pinning, preload_apache, preload_pingpong, preload_stats, wrk
-from .static import machine_note
+from .static import cpu_seconds, machine_note, verify_bodies
 
 MODES = ("plain", "preload")
 WORKLOADS = ("apache", "dd-pipe", "sed", "cut", "null-4k", "pingpong")
@@ -157,15 +156,16 @@ def timed(argv, env, timeout_s=600, stdout=subprocess.DEVNULL):
 def command_workloads(paths, opts, pingpong):
     """{name: (argv, amount of work, to rate)}: rate = amount / seconds."""
     mb = 1e6
+    dd, text = paths.get("dd", "DD-INPUT"), paths.get("text", "TEXT-INPUT")  # unused unless prepared
     return {
-        "dd-pipe": (["sh", "-c", f"dd if='{paths['dd']}' bs=128k status=none | "
+        "dd-pipe": (["sh", "-c", f"dd if='{dd}' bs=128k status=none | "
                                  "dd of=/dev/null bs=128k status=none"],
                     opts.dd_bytes / mb),
-        "sed": (["sed", "-n", "$p", paths["text"]], opts.text_bytes / mb),
-        "cut": (["cut", "-c1-8", paths["text"]], opts.text_bytes / mb),
+        "sed": (["sed", "-n", "$p", text], opts.text_bytes / mb),
+        "cut": (["cut", "-c1-8", text], opts.text_bytes / mb),
         "null-4k": (["dd", "if=/dev/zero", "of=/dev/null", "bs=4k", f"count={opts.null_writes}",
                      "status=none"], opts.null_writes),
-        "pingpong": ([pingpong, str(opts.pingpong_rounds)], opts.pingpong_rounds),
+        "pingpong": ([pingpong or "PINGPONG", str(opts.pingpong_rounds)], opts.pingpong_rounds),
     }
 
 
@@ -173,18 +173,6 @@ def measure_command(name, mode, argv, amount, zcrun, stats_file):
     env = clean_env()
     wall, cpu, _ = timed(wrap(mode, argv, zcrun, stats_file), env)
     return {"seconds": wall, "cpu_s": cpu, "rate": amount / wall}
-
-
-def check_apache(port, path, digest):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        body = r.read()
-    finally:
-        c.close()
-    if r.status != 200 or hashlib.sha256(body).hexdigest() != digest:
-        raise PreloadBenchError(f"Apache served {path} wrong: status {r.status}, {len(body)} bytes")
 
 
 def measure_apache(mode, paths, opts, zcrun, stats_file, server_cpus, client_cpus, workdir):
@@ -195,7 +183,7 @@ def measure_apache(mode, paths, opts, zcrun, stats_file, server_cpus, client_cpu
                                 probe_path="/index.html", cpus=server_cpus)
     srv.start()
     try:
-        check_apache(srv.port, "/f1m", paths["f1m_sha256"])
+        verify_bodies(srv, {APACHE_FILE_SIZE: ("/f1m", paths["f1m_sha256"])})
         cpu0 = _cpu_of(srv)
         res = wrk.run(srv.url("/f1m"), opts.connections, opts.duration_s, threads=1, cpus=client_cpus)
         cpu1 = _cpu_of(srv)
@@ -212,7 +200,6 @@ def measure_apache(mode, paths, opts, zcrun, stats_file, server_cpus, client_cpu
 
 
 def _cpu_of(srv):
-    from .static import cpu_seconds
     return cpu_seconds(srv.pids())
 
 
