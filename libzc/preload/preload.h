@@ -1,0 +1,148 @@
+/*
+ * preload.h - what the parts of libzc-preload.so share.
+ *
+ * libzc-preload.so interposes libc calls (dlsym(RTLD_NEXT)) and turns some of
+ * them into zero-copy paths.  Each conversion lives in its own file and talks
+ * to the rest only through this header:
+ *
+ *   preload.c   constructor, configuration (environment), the real-symbol
+ *               table, fork/exec/exit life cycle (statistics, ZC_NOFOLLOW)
+ *   stats.c     counters and their exit-time report (table, JSON line)
+ *   hooks.c     the interposed I/O entry points (read, write, writev, send,
+ *               sendmsg, pipe, mmap, close, dup2, ...): each one calls the
+ *               real function or hands the call to a conversion
+ *   fdstate.c   a per-descriptor cache of what the conversions learnt
+ *   pipes.c     ZCP_PIPE:     grow pipe capacity adaptively (F_SETPIPE_SZ)
+ *   mapwrite.c  ZCP_MAPWRITE: writes whose source is a read-only file mapping
+ *                             become sendfile/splice from that file
+ *   xfer.c      write(2)-exact transfers from a file (sendfile/splice) used
+ *               by mapwrite
+ *   forward.c   ZCP_FORWARD:  read-then-write of unmodified data (see there
+ *                             for what is and is not converted)
+ *   stdio.c     ZCP_STDIO:    stdio reads of regular files served from a
+ *                             mapped window; fmap() and fbufsize()
+ *
+ * Rule for every conversion: on any doubt, call the real function and
+ * record why (zcp_passed).  Return values, errno and side effects must be
+ * exactly those of the real call.
+ */
+#ifndef ZC_PRELOAD_H
+#define ZC_PRELOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#define ZCP_EXPORT __attribute__((visibility("default")))
+
+enum zcp_conv {
+	ZCP_PIPE,
+	ZCP_MAPWRITE,
+	ZCP_FORWARD,
+	ZCP_STDIO,
+	ZCP_NCONV
+};
+
+/* Name used in ZC_DISABLE=LIST, zcrun --disable=LIST and the statistics. */
+const char *zcp_conv_name(enum zcp_conv c);
+
+/*
+ * Load-time set-up: configuration and the real-symbol table.  Idempotent
+ * and cheap after the first call; every hook calls it first because libc
+ * (or another library's constructor) may call a hook before ours ran.
+ */
+void zcp_init(void);
+
+/* Is conversion c switched on (not in ZC_DISABLE)? */
+bool zcp_enabled(enum zcp_conv c);
+
+/*
+ * Did the user opt in (ZC_ENABLE=name) to the cases of conversion c that
+ * are not proven identical to the plain call?  See docs/preload.md.
+ */
+bool zcp_optin(enum zcp_conv c);
+
+/* Are we a vfork() child (sharing the parent's memory)?  Then touch nothing. */
+bool zcp_in_vfork_child(void);
+
+/* Statistics, thread-safe, async-signal-safe (relaxed atomics). */
+void zcp_seen(enum zcp_conv c);                       /* a call it could apply to */
+void zcp_converted(enum zcp_conv c, uint64_t bytes);  /* done without copy */
+void zcp_passed(enum zcp_conv c, const char *reason); /* reason: a static string */
+
+/* stats.c: the report.  Async-signal-safe (no malloc, no stdio, no locks). */
+void zcp_stats_reset(void);
+bool zcp_stats_any(void);
+/* Write the table to fd table_fd (-1: none) and/or append JSON to path. */
+void zcp_stats_emit(int table_fd, const char *json_path);
+
+/*
+ * The real functions.  Filled by zcp_init() before any hook runs its
+ * conversion; the hooks call through these, never through the names
+ * (which would recurse into ourselves).
+ */
+struct zcp_real {
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*sendto)(int, const void *, size_t, int,
+			  const struct sockaddr *, socklen_t);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*pipe)(int[2]);
+	int (*pipe2)(int[2], int);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	int (*munmap)(void *, size_t);
+	int (*mprotect)(void *, size_t, int);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+	int (*close)(int);
+	int (*close_range)(unsigned, unsigned, int);
+	void (*closefrom)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execv)(const char *, char *const[]);
+	int (*execvp)(const char *, char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
+	int (*execveat)(int, const char *, char *const[], char *const[], int);
+	void (*_exit)(int);
+	void (*_Exit)(int);
+};
+extern struct zcp_real zcp_real;
+
+/* ------------------------------------------------------------------ */
+/* Hand-offs from hooks.c to the conversions.                          */
+
+/* pipes.c */
+void zcp_pipe_created(const int fds[2]);
+void zcp_pipe_after_io(int fd, size_t asked, ssize_t got, bool is_write);
+
+/* mapwrite.c: the mapping table, and the write conversion itself. */
+void zcp_map_added(void *addr, size_t len, int prot, int flags, int fd,
+		   off_t off);
+void zcp_map_removed(void *addr, size_t len);
+void zcp_map_protect(void *addr, size_t len, int prot);
+void zcp_map_moved(void *old, size_t oldlen, void *new, size_t newlen);
+bool zcp_map_any(void);
+/* true: the call was converted and *ret (and errno) hold its result. */
+bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
+		  ssize_t *ret);
+
+/* fdstate.c / hooks.c: descriptors going away or being replaced. */
+void zcp_fd_closed(int fd);
+/* Is fd one of the preload's own descriptors?  (close/dup2 onto it.) */
+bool zcp_fd_is_ours(int fd);
+/* Move our own descriptor off fd (the program wants that number). */
+void zcp_fd_evict(int fd);
+/* A private descriptor, close-on-exec, above the program's usual range. */
+int zcp_fd_hide(int fd);
+
+/* fork: the child starts with fresh statistics and no borrowed state. */
+void zcp_pipe_atfork_child(void);
+void zcp_map_atfork_child(void);
+
+#endif
