@@ -223,6 +223,15 @@ def test_clean_env(monkeypatch):
     assert env["PATH"] == os.environ["PATH"]
 
 
+def test_run_env(monkeypatch):
+    monkeypatch.setenv("ZC_ENABLE", "stale")
+    assert "ZC_ENABLE" not in preload.run_env("dd-pipe", "plain", "mapwrite")
+    assert preload.run_env("dd-pipe", "preload", "mapwrite,forward")["ZC_ENABLE"] == "mapwrite,forward"
+    assert preload.run_env("apache", "preload", "mapwrite")["ZC_ENABLE"] == "mapwrite"
+    assert "ZC_ENABLE" not in preload.run_env("apache-defaults", "preload", "mapwrite")
+    assert "ZC_ENABLE" not in preload.run_env("sed", "preload", "")
+
+
 def test_inputs_have_the_exact_size(tmp_path):
     for n in (0, 1, 4097, (1 << 20) + 3):
         preload.make_binary(str(tmp_path / "b"), n)
@@ -241,7 +250,7 @@ def test_command_workloads_amounts():
     assert cmds["pingpong"] == (["/pp", "9"], 9)
     assert "bs=128k" in cmds["dd-pipe"][0][2] and "/d" in cmds["dd-pipe"][0][2]
     assert cmds["sed"][0] == ["sed", "-n", "$p", "/t"]
-    assert set(cmds) | {"apache"} == set(preload.WORKLOADS)
+    assert set(cmds) | {"apache", "apache-defaults"} == set(preload.WORKLOADS)
     assert set(preload.BARS) == set(preload.WORKLOADS) == set(preload.UNITS) == set(preload.CLASSES)
 
 

@@ -9,6 +9,10 @@ run to run:
              127.0.0.1; Apache pinned to one CPU, wrk to the other.  Apache
              is started afresh for every measurement (so its statistics are
              per measurement) and its answer is checked byte for byte first.
+  apache-defaults  the same with the preload's defaults only: the preload
+             converts writes from mappings of ordinary files only on
+             request (ZC_ENABLE=mapwrite, docs/preload.md), which every
+             other workload gets through --enable.
   dd-pipe    (2) dd if=FILE bs=128k | dd of=/dev/null bs=128k, FILE cached.
   sed        (3) sed -n '$p' TEXT: glibc stdio line reading of a cached file.
   cut        (3) cut -c1-8 TEXT > /dev/null: the same through getc-style reads.
@@ -22,7 +26,9 @@ input, writes/s, round trips/s.  Every rate is the amount of work divided
 by the wall time of the whole command (process start and exit included:
 the preload's start-up cost is part of what it costs).  For each preload run
 the statistics file says which conversions fired (converted / seen calls,
-bytes moved without a copy).
+bytes moved without a copy).  The preload runs get ZC_ENABLE=--enable
+(default mapwrite,forward: the cases the preload converts only on request)
+except apache-defaults, which shows the preload's defaults.
 
 Bars from the issue (preload/plain ratio of the medians): >= 1.3 on apache
 and dd-pipe, >= 1.1 on the stdio readers, and no workload below 0.97.
@@ -40,14 +46,15 @@ from . import build_dir, pinning, preload_apache, preload_pingpong, preload_stat
 from .static import cpu_seconds, machine_note, verify_bodies
 
 MODES = ("plain", "preload")
-WORKLOADS = ("apache", "dd-pipe", "sed", "cut", "null-4k", "pingpong")
+WORKLOADS = ("apache", "apache-defaults", "dd-pipe", "sed", "cut", "null-4k", "pingpong")
+DEFAULT_ENABLE = "mapwrite,forward"   # ZC_ENABLE of the preload runs (not *-defaults)
 OVERHEAD_BAR = 0.97
-BARS = {"apache": 1.3, "dd-pipe": 1.3, "sed": 1.1, "cut": 1.1,
+BARS = {"apache": 1.3, "apache-defaults": 1.3, "dd-pipe": 1.3, "sed": 1.1, "cut": 1.1,
         "null-4k": OVERHEAD_BAR, "pingpong": OVERHEAD_BAR}
-CLASSES = {"apache": "(1) mmap+write server", "dd-pipe": "(2) dd into a pipe",
+CLASSES = {"apache": "(1) mmap+write server", "apache-defaults": "(1) mmap+write server", "dd-pipe": "(2) dd into a pipe",
            "sed": "(3) stdio line reader", "cut": "(3) stdio line reader",
            "null-4k": "(4) overhead: 4 KiB writes", "pingpong": "(4) overhead: socket ping-pong"}
-UNITS = {"apache": "req/s", "dd-pipe": "MB/s", "sed": "MB/s", "cut": "MB/s",
+UNITS = {"apache": "req/s", "apache-defaults": "req/s", "dd-pipe": "MB/s", "sed": "MB/s", "cut": "MB/s",
          "null-4k": "writes/s", "pingpong": "round trips/s"}
 APACHE_FILE_SIZE = 1 << 20
 
@@ -88,6 +95,15 @@ def clean_env():
     env = dict(os.environ)
     for k in ("LD_PRELOAD", "ZC_DISABLE", "ZC_ENABLE", "ZC_STATS", "ZC_STATS_FILE", "ZC_NOFOLLOW"):
         env.pop(k, None)
+    return env
+
+
+def run_env(name, mode, enable):
+    """The environment of one measurement: clean_env(), plus ZC_ENABLE=enable
+    for a preload run of a workload that is not a *-defaults one."""
+    env = clean_env()
+    if mode == "preload" and enable and not name.endswith("-defaults"):
+        env["ZC_ENABLE"] = enable
     return env
 
 
@@ -169,17 +185,17 @@ def command_workloads(paths, opts, pingpong):
     }
 
 
-def measure_command(name, mode, argv, amount, zcrun, stats_file):
-    env = clean_env()
-    wall, cpu, _ = timed(wrap(mode, argv, zcrun, stats_file), env)
+def measure_command(name, mode, argv, amount, zcrun, stats_file, enable):
+    wall, cpu, _ = timed(wrap(mode, argv, zcrun, stats_file), run_env(name, mode, enable))
     return {"seconds": wall, "cpu_s": cpu, "rate": amount / wall}
 
 
-def measure_apache(mode, paths, opts, zcrun, stats_file, server_cpus, client_cpus, workdir):
+def measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus, client_cpus, workdir):
     """Start Apache (under zcrun for preload), check the file, run wrk, stop
     (so the statistics file is complete)."""
     prefix = wrap(mode, [], zcrun, stats_file)
-    srv = preload_apache.Apache(paths["docroot"], workdir, prefix=prefix, env=clean_env(),
+    srv = preload_apache.Apache(paths["docroot"], workdir, prefix=prefix,
+                                env=run_env(name, mode, opts.enable),
                                 probe_path="/index.html", cpus=server_cpus)
     srv.start()
     try:
@@ -225,7 +241,7 @@ def prepare(tmp, opts, log):
     if {"sed", "cut"} & set(opts.workloads):
         paths["text"] = os.path.join(tmp, "lines.txt")
         make_text(paths["text"], opts.text_bytes)
-    if "apache" in opts.workloads:
+    if {"apache", "apache-defaults"} & set(opts.workloads):
         root = os.path.join(tmp, "docroot")
         os.makedirs(root)
         make_binary(os.path.join(root, "f1m"), APACHE_FILE_SIZE)
@@ -254,11 +270,11 @@ def check_preload(so, zcrun):
 
 def run(opts, log=sys.stderr):
     """The whole experiment.  opts: workloads, runs, duration_s, connections,
-    dd_bytes, text_bytes, null_writes, pingpong_rounds, out, pin.
+    dd_bytes, text_bytes, null_writes, pingpong_rounds, enable, out, pin.
     Returns (meta, rows)."""
     so, zcrun = preload_paths(getattr(opts, "build", None))
     check_preload(so, zcrun)
-    if "apache" in opts.workloads:
+    if {"apache", "apache-defaults"} & set(opts.workloads):
         wrk.find_wrk()
     server_cpus, client_cpus = (pinning.split(pinning.available(), 1)
                                 if getattr(opts, "pin", True) else (None, None))
@@ -268,7 +284,7 @@ def run(opts, log=sys.stderr):
         "workloads": opts.workloads, "runs": opts.runs, "duration_s": opts.duration_s,
         "connections": opts.connections, "dd_bytes": opts.dd_bytes, "text_bytes": opts.text_bytes,
         "null_writes": opts.null_writes, "pingpong_rounds": opts.pingpong_rounds,
-        "preload": so, "zcrun": zcrun, "bars": {w: BARS[w] for w in opts.workloads},
+        "preload": so, "zcrun": zcrun, "enable": opts.enable, "bars": {w: BARS[w] for w in opts.workloads},
         "placement": {"apache_cpus": server_cpus, "wrk_cpus": client_cpus},
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_note(),
     }
@@ -290,12 +306,12 @@ def run(opts, log=sys.stderr):
                     print(f"[{i}/{total}] run {run_no}/{opts.runs} {name} {mode} ... ",
                           end="", file=log, flush=True)
                     stats_file = os.path.join(stats_dir, f"{name}-{run_no}-{mode}.jsonl")
-                    if name == "apache":
-                        m = measure_apache(mode, paths, opts, zcrun, stats_file, server_cpus,
-                                           client_cpus, os.path.join(tmp, f"apache-{run_no}-{mode}"))
+                    if name.startswith("apache"):
+                        m = measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus,
+                                           client_cpus, os.path.join(tmp, f"{name}-{run_no}-{mode}"))
                     else:
                         argv, amount = cmds[name]
-                        m = measure_command(name, mode, argv, amount, zcrun, stats_file)
+                        m = measure_command(name, mode, argv, amount, zcrun, stats_file, opts.enable)
                         m["command"] = " ".join(argv)
                     row = {"run": run_no, "workload": name, "mode": mode, "unit": UNITS[name], **m}
                     if mode == "preload":

@@ -36,6 +36,9 @@ def add_parser(sub, list_type, duration_type, positive_type):
     pp.add_argument("--null-writes", type=positive_type, default=2000000, help="4 KiB writes to /dev/null")
     pp.add_argument("--pingpong-rounds", type=positive_type, default=100000,
                     help="64-byte round trips of the ping-pong")
+    pp.add_argument("--enable", default=preload.DEFAULT_ENABLE,
+                    help="ZC_ENABLE of the preload runs (every workload but apache-defaults); "
+                         "'' for the preload's defaults everywhere")
     pp.add_argument("--no-pin", dest="pin", action="store_false",
                     help="do not pin Apache and wrk to separate CPUs")
     pp.add_argument("--out", default=None, help="result directory (default build/bench/preload-<timestamp>)")

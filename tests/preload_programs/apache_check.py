@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """apache_check.py DATA_DIR: Apache httpd (EnableMMAP On, EnableSendfile Off)
 serves the files of DATA_DIR once without the preload and once under
-`zcrun --stats-file`; every response (status, length, range, body sha256)
+`zcrun --stats-file` with ZC_ENABLE=mapwrite; every response (status, length, range, body sha256)
 must match the file and be the same in both runs, and the mapwrite
 conversion must have converted writes in Apache's child.
 
@@ -64,10 +64,12 @@ def expected(docroot, name, method, hdrs):
     return 200, hashlib.sha256(data).hexdigest(), len(data)
 
 
-def serve(docroot, workdir, names, sizes, prefix=()):
+def serve(docroot, workdir, names, sizes, prefix=(), env_extra=None):
     os.makedirs(workdir)
     os.chmod(workdir, 0o755)
-    srv = preload_apache.Apache(docroot, workdir, prefix=prefix, probe_path="/index.html")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZC_") and k != "LD_PRELOAD"}
+    env.update(env_extra or {})
+    srv = preload_apache.Apache(docroot, workdir, prefix=prefix, env=env, probe_path="/index.html")
     srv.start()
     try:
         got = fetch_all(srv.port, names, sizes)
@@ -100,8 +102,10 @@ def main():
         os.chmod(stats, 0o666)  # appended by the child as www-data, too
 
         plain = serve(docroot, os.path.join(tmp, "plain"), names, sizes)
+        # Apache's files are not rewritten in place: the opt-in that lets
+        # mapwrite convert writes from mappings of ordinary files.
         pre = serve(docroot, os.path.join(tmp, "zcrun"), names, sizes,
-                    prefix=[zcrun, f"--stats-file={stats}", "--"])
+                    prefix=[zcrun, f"--stats-file={stats}", "--"], env_extra={"ZC_ENABLE": "mapwrite"})
         for label, (got, alive, rc, log) in (("plain", plain), ("zcrun", pre)):
             if not alive:
                 problems.append(f"{label}: Apache died while serving:\n{log}")
