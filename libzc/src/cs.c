@@ -2,6 +2,9 @@
  * cs.c - Container Shipping (Anderson, Pasquale et al.) on the portable
  * backend: cs_alloc, cs_free, cs_read, cs_write, cs_map, cs_unmap.
  *
+ * Every call checks its arguments here, the same way for both backends,
+ * then hands over to cs_kernel.c when the patched kernel is running.
+ *
  * A container is a libzc buffer with move semantics on top:
  *
  *   cs_alloc   a writable buffer from the process's pool (zc_default_pool)
@@ -15,8 +18,8 @@
  * cs_map hands out an address inside that mapping without a system call,
  * and "unmapped" is bookkeeping.  What the paper's no-map case saves --
  * never touching the pages -- holds here too: a container that is never
- * mapped is never read or written by this process.  The kernel backend (a
- * later issue) maps and unmaps per container.
+ * mapped is never read or written by this process.  The kernel backend
+ * (cs_kernel.c) maps and unmaps per container.
  *
  * Container ids are small integers reused through a free list, like file
  * descriptors.  The table is guarded by one mutex, so the calls are
@@ -36,6 +39,7 @@
 
 #include "internal.h"
 #include "channel.h"
+#include "cs_kernel.h"
 
 #define RECLAIM_WAIT_MS 1000	/* cs_alloc waits this long for loans */
 #define MAX_CIDS (INT_MAX / 2)
@@ -178,7 +182,7 @@ static void *con_addr(struct cs_con *c)
 /* A buffer for a new container.  A full pool usually means the memory is
  * out on loan to channel peers: collect what they returned, then wait a
  * little for more, before giving up. */
-static int alloc_buf(size_t size, zc_buf **out)
+int zc_cs_alloc_buf(size_t size, zc_buf **out)
 {
 	zc_pool *pool = zc_default_pool();
 	int err;
@@ -203,7 +207,9 @@ int cs_alloc(int size, void **addr, int options)
 		*addr = NULL;
 	if (size <= 0 || (options & ~CS_MAPNOW) || (mapnow && !addr))
 		return -EINVAL;
-	cid = alloc_buf((size_t)size, &b);
+	if (zc_kabi())
+		return zc_kcs_alloc(size, addr, options);
+	cid = zc_cs_alloc_buf((size_t)size, &b);
 	if (cid)
 		return cid;
 	pthread_mutex_lock(&tab.lock);
@@ -224,6 +230,8 @@ int cs_free(int count, const int *cids)
 
 	if (count < 0 || (count > 0 && !cids))
 		return -EINVAL;
+	if (zc_kabi())
+		return zc_kcs_free(count, cids);
 	pthread_mutex_lock(&tab.lock);
 	err = check_cids(count, cids, true);
 	/* Releasing under the lock is safe: a release never calls back
@@ -240,6 +248,8 @@ int cs_map(int count, const int *cids, void **addrs, int options)
 
 	if (count < 0 || options || (count > 0 && (!cids || !addrs)))
 		return -EINVAL;
+	if (zc_kabi())
+		return zc_kcs_map(count, cids, addrs);
 	pthread_mutex_lock(&tab.lock);
 	err = check_cids(count, cids, false);
 	for (int i = 0; !err && i < count; i++) {
@@ -259,6 +269,8 @@ int cs_unmap(int count, const int *cids)
 
 	if (count < 0 || (count > 0 && !cids))
 		return -EINVAL;
+	if (zc_kabi())
+		return zc_kcs_unmap(count, cids);
 	pthread_mutex_lock(&tab.lock);
 	err = check_cids(count, cids, false);
 	for (int i = 0; !err && i < count; i++)
@@ -371,6 +383,8 @@ ssize_t cs_write(int fd, int count, const int *cids, const int *offs,
 		return -EINVAL;
 	if (count == 0)
 		return 0;
+	if (zc_kabi())
+		return zc_kcs_write(fd, count, cids, offs, lens);
 	if (count > 16 && !(v = calloc((size_t)count, sizeof(*v))))
 		return -ENOMEM;
 	memset(v, 0, (size_t)(count > 16 ? count : 16) * sizeof(*v));
@@ -527,7 +541,7 @@ static int slice_buf(zc_agg *agg, size_t pos, const struct zc_slice *s,
 		*off = s->off;
 		return 0;
 	}
-	err = alloc_buf(s->len, buf);
+	err = zc_cs_alloc_buf(s->len, buf);
 	if (err)
 		return err;
 	n = zc_agg_copyout(agg, pos, zc_buf_wptr(*buf), s->len);
@@ -618,10 +632,28 @@ static int make_containers(zc_agg *agg, cs_args *args, bool mapall)
 	return err ? err : (int)n;
 }
 
+int zc_cs_channel_recv(int fd, zc_channel *ch, size_t size, size_t maxcon,
+		       zc_agg **agg)
+{
+	uint64_t k1 = 0, k2 = 0;
+	int r;
+
+	if ((r = stream_key(fd, ch, &k1, &k2)))
+		return r;
+	*agg = pending_get(fd, k1, k2);
+	if (!*agg && (r = read_more(fd, ch, size, agg)) <= 0)
+		return r;
+	r = cut(*agg, size, maxcon, fd, k1, k2);
+	if (r) {
+		zc_agg_release(*agg);
+		*agg = NULL;
+		return r;
+	}
+	return 1;
+}
+
 int cs_read(int fd, int size, int maxcon, cs_args *args, int options)
 {
-	zc_channel *ch;
-	uint64_t k1 = 0, k2 = 0;
 	zc_agg *agg;
 	int r;
 
@@ -630,15 +662,13 @@ int cs_read(int fd, int size, int maxcon, cs_args *args, int options)
 	if (size <= 0 || maxcon <= 0 || !args || !args->cids ||
 	    (options & ~CS_MAPALL))
 		return -EINVAL;
-	ch = zc_channel_from_fd(fd);
-	if ((r = stream_key(fd, ch, &k1, &k2)))
+	if (zc_kabi())
+		return zc_kcs_read(fd, size, maxcon, args, options);
+	r = zc_cs_channel_recv(fd, zc_channel_from_fd(fd), (size_t)size,
+			       (size_t)maxcon, &agg);
+	if (r <= 0)
 		return r;
-	agg = pending_get(fd, k1, k2);
-	if (!agg && (r = read_more(fd, ch, (size_t)size, &agg)) <= 0)
-		return r;
-	r = cut(agg, (size_t)size, (size_t)maxcon, fd, k1, k2);
-	if (!r)
-		r = make_containers(agg, args, options & CS_MAPALL);
+	r = make_containers(agg, args, options & CS_MAPALL);
 	zc_agg_release(agg);
 	return r;
 }
