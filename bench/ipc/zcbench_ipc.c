@@ -20,7 +20,12 @@
  * sends it (memset with the block's byte, block number in the first and
  * last word) and the receiver reads every byte (a sum of 64-bit words,
  * checked against the expected sum): the cases differ only in how the data
- * moves.  Each run measures every case once, in turn, so machine noise hits
+ * moves.
+ *
+ * --transport pipe runs (c), (d) and (e) over a plain pipe instead of a
+ * channel: on the patched kernel (libzc's kernel backend) that is where
+ * cs_write and cs_read move the pages themselves, while a channel, which
+ * the kernel does not know, costs the kernel backend a copy each way.  Each run measures every case once, in turn, so machine noise hits
  * all cases alike; the table reports the median of --runs runs, and each
  * case's ratio against (b).  docs/ipc-benchmark.md describes the method.
  */
@@ -64,6 +69,7 @@ struct opts {
 	int runs;
 	bool json;
 	bool want[NCASES];	/* --cases */
+	bool cs_pipe;		/* --transport pipe: (c)-(e) over a pipe */
 };
 
 static double now_s(void)
@@ -90,13 +96,12 @@ static void fill(void *p, size_t len, uint64_t blk)
 	memcpy((char *)p + len - 8, &blk, 8);
 }
 
-/* The receiver reads every byte (summing 64-bit words) and checks the sum
- * and the block number.  Returns true if the block is right. */
-static bool consume(const void *p, size_t len, uint64_t blk)
+/* Every byte read: the sum of the 64-bit words. */
+static uint64_t sum_words(const void *p, size_t len)
 {
 	const uint64_t *w = p;
 	size_t n = len / 8;
-	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, first, last, want;
+	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 	size_t i;
 
 	for (i = 0; i + 4 <= n; i += 4) {
@@ -107,10 +112,27 @@ static bool consume(const void *p, size_t len, uint64_t blk)
 	}
 	for (; i < n; i++)
 		s0 += w[i];
+	return s0 + s1 + s2 + s3;
+}
+
+/* The sum, first and last word a block of len bytes must have. */
+static bool block_ok(uint64_t sum, uint64_t first, uint64_t last, size_t len,
+		     uint64_t blk)
+{
+	uint64_t want = (uint64_t)(len / 8 - 2) * pattern_word(blk) + 2 * blk;
+
+	return first == blk && last == blk && sum == want;
+}
+
+/* The receiver reads every byte (summing 64-bit words) and checks the sum
+ * and the block number.  Returns true if the block is right. */
+static bool consume(const void *p, size_t len, uint64_t blk)
+{
+	uint64_t first, last;
+
 	memcpy(&first, p, 8);
 	memcpy(&last, (const char *)p + len - 8, 8);
-	want = (uint64_t)(n - 2) * pattern_word(blk) + 2 * blk;
-	return first == blk && last == blk && s0 + s1 + s2 + s3 == want;
+	return block_ok(sum_words(p, len), first, last, len, blk);
 }
 
 /* ------------------------------------------------------- plain sockets */
@@ -206,6 +228,42 @@ static int cs_send(int fd, const struct opts *o, int kase)
 	return 0;
 }
 
+/*
+ * A block over a pipe may arrive in pieces (the sender's pages reach the
+ * pipe as it has room): read until the block is complete, summing each
+ * piece.  Returns true if the block is right.
+ */
+static bool cs_recv_pieces(int fd, const struct opts *o, uint64_t b, bool map)
+{
+	uint64_t sum = 0, first = 0, last = 0;
+	size_t got = 0;
+	int cid, off, len;
+	void *addr;
+	cs_args args = { &cid, &off, &len, NULL, &addr };
+
+	while (got < o->block) {
+		if (cs_read(fd, (int)(o->block - got), 1, &args,
+			    map ? CS_MAPALL : 0) != 1)
+			return false;
+		if (map) {
+			const char *p = (const char *)addr + off;
+
+			if (got % 8 || len % 8 || len < 8 || !addr) {
+				cs_free(1, &cid);
+				return false;
+			}
+			sum += sum_words(p, (size_t)len);
+			if (!got)
+				memcpy(&first, p, 8);
+			if (got + (size_t)len == o->block)
+				memcpy(&last, p + len - 8, 8);
+		}
+		got += (size_t)len;
+		cs_free(1, &cid);
+	}
+	return !map || block_ok(sum, first, last, o->block, b);
+}
+
 static uint64_t cs_recv(int fd, const struct opts *o, int kase)
 {
 	uint64_t nblk = o->bytes / o->block, bad = 0;
@@ -215,6 +273,10 @@ static uint64_t cs_recv(int fd, const struct opts *o, int kase)
 	cs_args args = { &cid, &off, &len, NULL, &addr };
 
 	for (uint64_t b = 0; b < nblk; b++) {
+		if (o->cs_pipe) {
+			bad += !cs_recv_pieces(fd, o, b, map);
+			continue;
+		}
 		if (cs_read(fd, (int)o->block, 1, &args,
 			    map ? CS_MAPALL : 0) != 1)
 			return bad + nblk - b;
@@ -296,12 +358,18 @@ static uint64_t shm_recv(void *m, const struct opts *o)
 
 /* ------------------------------------------------------------ one case */
 
+/* (c)-(e) over a channel (not --transport pipe). */
+static bool on_channel(int kase, const struct opts *o)
+{
+	return kase >= C_FULL && kase <= C_NOMAP && !o->cs_pipe;
+}
+
 /* The descriptors of one case: [0] the receiver's, [1] the sender's. */
-static int make_pair(int kase, int sv[2])
+static int make_pair(int kase, const struct opts *o, int sv[2])
 {
 	int p[2];
 
-	if (kase == C_PIPE) {
+	if (kase == C_PIPE || (kase >= C_FULL && kase <= C_NOMAP && o->cs_pipe)) {
 		if (pipe2(p, O_CLOEXEC) < 0)
 			return -1;
 		sv[0] = p[0];
@@ -321,7 +389,7 @@ static int child(int kase, int fd, void *shm, int sync_w, int go_r,
 	char c = 'r';
 	int rc;
 
-	if (kase >= C_FULL && kase <= C_NOMAP) {
+	if (on_channel(kase, o)) {
 		if (zc_channel_open(fd, &ch) || !zc_default_pool())
 			return 5;
 		fd = zc_channel_fd(ch);
@@ -334,7 +402,8 @@ static int child(int kase, int fd, void *shm, int sync_w, int go_r,
 		rc = cs_send(fd, o, kase);
 	else
 		rc = plain_send(fd, o);
-	zc_channel_close(ch);
+	if (ch)
+		zc_channel_close(ch);
 	return rc;
 }
 
@@ -351,7 +420,8 @@ static double run_case(int kase, const struct opts *o, uint64_t *bad)
 
 	if (kase == C_SHM && !(shm = shm_map(o->block)))
 		return -1;
-	if (make_pair(kase, sv) || pipe2(sync, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
+	if (make_pair(kase, o, sv) || pipe2(sync, O_CLOEXEC) ||
+	    pipe2(go, O_CLOEXEC))
 		return -1;
 	pid = fork();
 	if (pid < 0)
@@ -364,7 +434,7 @@ static double run_case(int kase, const struct opts *o, uint64_t *bad)
 	close(sync[1]);
 	close(go[0]);
 	fd = sv[0];
-	if (kase >= C_FULL && kase <= C_NOMAP) {
+	if (on_channel(kase, o)) {
 		if (zc_channel_open(fd, &ch))
 			goto fail;
 		fd = zc_channel_fd(ch);
@@ -432,8 +502,9 @@ static double ratio(const struct opts *o, const double *med, int k)
 static void report_text(const struct opts *o, const double *med)
 {
 	printf("zcbench-ipc: %.2f GiB in %zu KiB blocks, median of %d runs, "
-	       "backend %s\n", (double)o->bytes / (1 << 30), o->block >> 10,
-	       o->runs, zc_backend_name());
+	       "backend %s, (c)-(e) over a %s\n", (double)o->bytes / (1 << 30),
+	       o->block >> 10, o->runs, zc_backend_name(),
+	       o->cs_pipe ? "pipe" : "channel");
 	printf("%-4s %-38s %10s %9s\n", "case", "", "MB/s", "vs (b)");
 	for (int k = 0; k < NCASES; k++) {
 		if (!o->want[k])
@@ -451,9 +522,10 @@ static void report_json(const struct opts *o, double res[][NCASES],
 {
 	bool first = true;
 
-	printf("{\"benchmark\":\"ipc\",\"backend\":\"%s\",\"bytes\":%" PRIu64
-	       ",\"block\":%zu,\"runs\":%d,\"unit\":\"MB/s\",\"cases\":[",
-	       zc_backend_name(), o->bytes, o->block, o->runs);
+	printf("{\"benchmark\":\"ipc\",\"backend\":\"%s\",\"transport\":"
+	       "\"%s\",\"bytes\":%" PRIu64 ",\"block\":%zu,\"runs\":%d,"
+	       "\"unit\":\"MB/s\",\"cases\":[", zc_backend_name(),
+	       o->cs_pipe ? "pipe" : "channel", o->bytes, o->block, o->runs);
 	for (int k = 0; k < NCASES; k++) {
 		if (!o->want[k])
 			continue;
@@ -529,6 +601,8 @@ static void usage(FILE *f)
 		"              at most 1G)\n"
 		"  --runs N    runs; the median is reported (default 5)\n"
 		"  --cases L   only these cases, e.g. b,e (default all: a-f)\n"
+		"  --transport channel|pipe\n"
+		"              what (c)-(e) run over (default channel)\n"
 		"  --json      machine-readable output on stdout\n");
 }
 
@@ -540,6 +614,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "block", required_argument, NULL, 'b' },
 		{ "runs", required_argument, NULL, 'r' },
 		{ "cases", required_argument, NULL, 'c' },
+		{ "transport", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -547,7 +622,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	int c;
 
 	*o = (struct opts){ (uint64_t)2 << 30, 128 << 10, 5, false,
-			    { true, true, true, true, true, true } };
+			    { true, true, true, true, true, true }, false };
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -569,6 +644,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'c':
 			if (parse_cases(optarg, o->want))
+				return -1;
+			break;
+		case 't':
+			if (!strcmp(optarg, "pipe"))
+				o->cs_pipe = true;
+			else if (strcmp(optarg, "channel"))
 				return -1;
 			break;
 		case 'h':
