@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
-# Build (or find in the cache) the patched kernel; print its path last.
+# Build (or find in the cache) the patched kernel and its uapi header.
+#
+# ZC_KERNEL_FLAVOUR=kasan adds config.kasan (KASAN and the VM/lock
+# debugging options) to the configuration; that kernel is cached under its
+# own key and linked as bzImage.kasan instead of bzImage.  Either way the
+# installed uapi header linux/cs.h is kept next to the image (include-<key>,
+# linked as include or include.kasan) for the guest tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
@@ -7,7 +13,16 @@ here=$PWD
 SRC_TAR=/usr/src/linux-source-6.1.tar.xz
 CACHE=${ZC_KERNEL_CACHE:-$HOME/.cache/zcstack/kernel}
 JOBS=${ZC_KERNEL_JOBS:-2}
+FLAVOUR=${ZC_KERNEL_FLAVOUR:-}
 export ARCH=x86_64
+
+fragments=(config.fragment)
+suffix=
+case $FLAVOUR in
+"") ;;
+kasan) fragments+=(config.kasan); suffix=.kasan ;;
+*) echo "kernel: unknown flavour '$FLAVOUR'"; exit 1 ;;
+esac
 
 if [ ! -f "$SRC_TAR" ]; then
 	echo "kernel: $SRC_TAR missing; installing linux-source-6.1"
@@ -24,16 +39,18 @@ version=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null ||
 shopt -s nullglob
 patches=(patches/*.patch)
 shopt -u nullglob
-key=$( { echo "linux-source-6.1 $version"; echo "lane 1";
+key=$( { echo "linux-source-6.1 $version"; echo "lane 2";
 	 for p in "${patches[@]}"; do echo "== $p"; cat "$p"; done;
-	 echo "== config.fragment"; cat config.fragment; } |
+	 for f in "${fragments[@]}"; do echo "== $f"; cat "$f"; done; } |
        sha256sum | cut -c1-16)
 image=$CACHE/bzImage-$key
+headers=$CACHE/include-$key
 
 mkdir -p "$CACHE"
-if [ -f "$image" ]; then
+if [ -f "$image" ] && [ -f "$headers/linux/cs.h" ]; then
 	echo "kernel: cached $image"
-	ln -sf "$image" "$CACHE/bzImage"
+	ln -sfn "$image" "$CACHE/bzImage$suffix"
+	ln -sfn "$headers" "$CACHE/include$suffix"
 	exit 0
 fi
 
@@ -52,19 +69,22 @@ for p in "${patches[@]}"; do
 	patch -p1 --quiet --forward --batch < "$here/$p"
 done
 make -s tinyconfig >/dev/null
-scripts/kconfig/merge_config.sh -m .config "$here/config.fragment" >/dev/null
+scripts/kconfig/merge_config.sh -m .config \
+	"${fragments[@]/#/$here/}" >/dev/null
 make -s olddefconfig >/dev/null
 # Every fragment option must have survived olddefconfig.
 missing=0
-while IFS= read -r line; do
-	case $line in
-	CONFIG_*=*)
-		if ! grep -qx "$line" .config; then
-			echo "kernel: config option not set: $line"
-			missing=1
-		fi ;;
-	esac
-done < "$here/config.fragment"
+for f in "${fragments[@]}"; do
+	while IFS= read -r line; do
+		case $line in
+		CONFIG_*=*)
+			if ! grep -qx "$line" .config; then
+				echo "kernel: config option not set: $line ($f)"
+				missing=1
+			fi ;;
+		esac
+	done < "$here/$f"
+done
 [ "$missing" -eq 0 ] || exit 1
 log=$work/build.log
 if ! nice -n 10 make -j"$JOBS" bzImage >"$log" 2>&1; then
@@ -73,10 +93,21 @@ if ! nice -n 10 make -j"$JOBS" bzImage >"$log" 2>&1; then
 	exit 1
 fi
 grep -E 'warning:' "$log" | head -20 || true
+# The uapi header, processed as headers_install does it.
+make -s scripts_unifdef >/dev/null
+rm -rf "$headers"
+mkdir -p "$headers/linux"
+scripts/headers_install.sh include/uapi/linux/cs.h "$headers/linux/cs.h"
 cp arch/x86/boot/bzImage "$image.tmp"
 mv "$image.tmp" "$image"
-ln -sf "$image" "$CACHE/bzImage"
+ln -sfn "$image" "$CACHE/bzImage$suffix"
+ln -sfn "$headers" "$CACHE/include$suffix"
 cd "$here"
-# Keep the cache small: the three newest images.
-ls -1t "$CACHE"/bzImage-???????????????? 2>/dev/null | tail -n +4 | xargs -r rm -f
+# Keep the cache small: the four newest images (normal and KASAN builds
+# share it), and the headers of the images kept.
+ls -1t "$CACHE"/bzImage-???????????????? 2>/dev/null | tail -n +5 | xargs -r rm -f
+shopt -s nullglob
+for h in "$CACHE"/include-????????????????; do
+	[ -e "$CACHE/bzImage-${h##*/include-}" ] || rm -rf "$h"
+done
 echo "kernel: built $image in $(( $(date +%s) - start ))s"

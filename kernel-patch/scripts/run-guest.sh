@@ -5,10 +5,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CACHE=${ZC_KERNEL_CACHE:-$HOME/.cache/zcstack/kernel}
-TIMEOUT=${ZC_GUEST_TIMEOUT:-300}
+FLAVOUR=${ZC_KERNEL_FLAVOUR:-}
 OUT=out
-kernel=$CACHE/bzImage
+suffix=${FLAVOUR:+.$FLAVOUR}
+kernel=$CACHE/bzImage$suffix
+uapi=$CACHE/include$suffix
+# A KASAN kernel under TCG is several times slower and needs shadow memory.
+if [ "$FLAVOUR" = kasan ]; then
+	TIMEOUT=${ZC_GUEST_TIMEOUT:-2400}
+	MEM=1G
+else
+	TIMEOUT=${ZC_GUEST_TIMEOUT:-420}
+	MEM=512M
+fi
 [ -f "$kernel" ] || { echo "guest: no kernel at $kernel (make kernel)"; exit 1; }
+[ -f "$uapi/linux/cs.h" ] || { echo "guest: no uapi header in $uapi (make kernel)"; exit 1; }
 
 BUSYBOX=$(command -v busybox || true)
 if [ -z "$BUSYBOX" ] || ! file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked'; then
@@ -24,7 +35,7 @@ root=$OUT/root
 
 # Guest programs: tests/*.c, one binary each; tests/zc-exit.c is the
 # isa-debug-exit helper, not a test.
-CFLAGS=(-static -O2 -Wall -Wextra -Werror -std=gnu11 -Itests)
+CFLAGS=(-static -O2 -Wall -Wextra -Werror -std=gnu11 -Itests -I"$uapi")
 for src in tests/*.c; do
 	name=$(basename "$src" .c)
 	dest=$root/tests/$name
@@ -39,10 +50,11 @@ chmod +x "$root/init"
 log=$OUT/guest.log
 echo "guest: booting $(readlink -f "$kernel") (timeout ${TIMEOUT}s)"
 set +e
-timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -m 512M \
+# slab_nomerge: the container caches keep their own /proc/slabinfo lines.
+timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -m "$MEM" \
 	-nographic -no-reboot -monitor none -serial stdio \
 	-kernel "$kernel" -initrd "$OUT/initramfs.cpio.gz" \
-	-append 'console=ttyS0 panic=-1 quiet' \
+	-append "console=ttyS0 panic=-1 quiet slab_nomerge zc.flavour=${FLAVOUR:-normal}" \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 	</dev/null 2>&1 | tr -d '\r' | tee "$log"
 rc=${PIPESTATUS[0]}

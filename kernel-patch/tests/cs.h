@@ -16,16 +16,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define CS_MAPALL 0x1
-#define CS_MAPNOW 0x2
+/* CS_MAPALL, CS_MAPNOW, struct cs_args: the kernel's uapi header, as
+ * installed next to the bzImage by scripts/build-kernel.sh. */
+#include <linux/cs.h>
 
-typedef struct cs_args {
-	int *cids;
-	int *offs;
-	int *lens;
-	int *sizes;
-	void **addrs;
-} cs_args;
+typedef struct cs_args cs_args;
 
 static int test_failed;
 
@@ -76,6 +71,17 @@ static inline long long sysfs_ll(const char *path)
 	if (sscanf(buf, "%lld", &v) != 1)
 		return -1;
 	return v;
+}
+
+/* The kernel's counters of bytes moved by reference and by copy. */
+static inline long long ref(void)
+{
+	return sysfs_ll("/sys/kernel/zc/bytes_by_reference");
+}
+
+static inline long long cpy(void)
+{
+	return sysfs_ll("/sys/kernel/zc/bytes_copied");
 }
 
 static inline long nr_of(const char *name)

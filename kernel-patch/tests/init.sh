@@ -1,6 +1,7 @@
 #!/bin/busybox sh
-# Guest /init: run every /tests/* program, print its PASS/FAIL lines, check
-# the kernel log, print GUEST-RESULT and leave qemu through isa-debug-exit.
+# Guest /init: run every /tests/* program, print their PASS/FAIL lines,
+# check the kernel log, print GUEST-RESULT and leave qemu through
+# isa-debug-exit.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin
 mount -t proc proc /proc
@@ -10,28 +11,46 @@ mount -t tmpfs tmpfs /tmp
 ifconfig lo 127.0.0.1 up 2>/dev/null
 echo 1 > /proc/sys/kernel/printk 2>/dev/null
 
+flavour=normal
+for arg in $(cat /proc/cmdline); do
+	case $arg in
+	zc.flavour=*) flavour=${arg#zc.flavour=} ;;
+	esac
+done
+# A KASAN kernel under TCG is several times slower.
+per_test=120
+[ "$flavour" = kasan ] && per_test=900
+echo "INFO guest: $(uname -r), flavour $flavour"
+
 pass=0
 fail=0
-for t in /tests/*; do
-	name=${t##*/}
-	start=$(date +%s)
-	timeout 120 "$t" > /tmp/out 2>&1
-	rc=$?
+
+# count NAME RC: add one program's PASS/FAIL lines (in /tmp/out) to the
+# totals; a program that exits non-zero without a FAIL line, or reports
+# nothing, counts as one failure.
+count() {
 	grep -E '^(PASS|FAIL|INFO) ' /tmp/out
 	p=$(grep -c '^PASS ' /tmp/out)
 	f=$(grep -c '^FAIL ' /tmp/out)
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-		echo "FAIL $name: exit status $rc"
+	if [ "$2" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL $1: exit status $2"
 		tail -5 /tmp/out
 		f=1
 	fi
 	if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
-		echo "FAIL $name: no result"
+		echo "FAIL $1: no result"
 		f=1
 	fi
-	echo "INFO $name: $p passed, $f failed, $(( $(date +%s) - start ))s"
 	pass=$((pass + p))
 	fail=$((fail + f))
+}
+
+for t in /tests/*; do
+	name=${t##*/}
+	start=$(date +%s)
+	timeout "$per_test" "$t" > /tmp/out 2>&1
+	count "$name" $?
+	echo "INFO $name: $p passed, $f failed, $(( $(date +%s) - start ))s"
 done
 
 if dmesg | grep -qE 'BUG|Oops|WARNING:|general protection|Call Trace'; then

@@ -6,16 +6,6 @@
 
 #define PG 4096
 
-static long long ref(void)
-{
-	return sysfs_ll("/sys/kernel/zc/bytes_by_reference");
-}
-
-static long long cpy(void)
-{
-	return sysfs_ll("/sys/kernel/zc/bytes_copied");
-}
-
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {
 	for (size_t i = 0; i < n; i++)

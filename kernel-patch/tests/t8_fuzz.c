@@ -1,11 +1,20 @@
 /*
- * Random arguments to every implemented Container Shipping call.  Pointers
- * come from a set that cannot corrupt this program (NULL, kernel and
- * unmapped addresses, a read-only page, a scratch area), so any failure is
- * the kernel's.  The guest's /init checks dmesg for BUG/Oops afterwards.
+ * Random arguments to all six Container Shipping calls.  Pointers come
+ * from a set that cannot corrupt this program (NULL, kernel and unmapped
+ * addresses, a read-only page, a scratch area), so any failure is the
+ * kernel's.  Descriptors: both ends of a pipe, TCP and AF_UNIX stream
+ * sockets, a UDP socket, a regular file, procfs and sysfs files, and bad
+ * numbers.  None of them may block the fuzzer: pipes and sockets are
+ * non-blocking, and the sockets have a send timeout for the rest of a
+ * cs_write that started (which is sent blocking).  The guest's /init
+ * checks dmesg for BUG/Oops/WARNING afterwards.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include "cs.h"
 
@@ -20,7 +29,15 @@ static unsigned long long rnd(void)
 }
 
 static char *scratch, *rdonly, *hole;
-static int pipefd[2], filefd = -1;
+static int pipefd[2], filefd = -1, tcp[2] = { -1, -1 }, unx[2] = { -1, -1 };
+static int udp = -1, procfd = -1, sysfd = -1;
+
+/* Valid cs_read arrays (CS_MAX_COUNT entries), used half of the time so
+ * that calls get past the argument checks into the I/O paths. */
+static int g_cids[CS_MAX_COUNT], g_offs[CS_MAX_COUNT], g_lens[CS_MAX_COUNT];
+static int g_sizes[CS_MAX_COUNT];
+static void *g_addrs[CS_MAX_COUNT];
+static cs_args good = { g_cids, g_offs, g_lens, g_sizes, g_addrs };
 
 static void *rptr(void)
 {
@@ -49,19 +66,69 @@ static int rndint(void)
 
 static int rfd(void)
 {
-	switch (rnd() % 5) {
+	switch (rnd() % 12) {
 	case 0: return pipefd[0];
 	case 1: return pipefd[1];
 	case 2: return -1;
 	case 3: return 1000;
+	case 4: return tcp[0];
+	case 5: return tcp[1];
+	case 6: return unx[0];
+	case 7: return unx[1];
+	case 8: return udp;
+	case 9: return procfd;
+	case 10: return sysfd;
 	default: return filefd;	/* a regular file of its own */
 	}
 }
 
+/* Non-blocking, and a cs_write that started gives up after 50 ms. */
+static void tame(int fd)
+{
+	struct timeval tv = { 0, 50 * 1000 };
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static void sockets(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (l >= 0 && !bind(l, (void *)&a, sizeof(a)) && !listen(l, 1) &&
+	    !getsockname(l, (void *)&a, &len)) {
+		tcp[0] = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(tcp[0], (void *)&a, sizeof(a)) == 0)
+			tcp[1] = accept(l, NULL, NULL);
+	}
+	close(l);
+	socketpair(AF_UNIX, SOCK_STREAM, 0, unx);
+	udp = socket(AF_INET, SOCK_DGRAM, 0);
+	for (int i = 0; i < 2; i++) {
+		tame(tcp[i]);
+		tame(unx[i]);
+	}
+	tame(udp);
+}
+
+/* Empty what the calls left in pipes and sockets. */
+static void drain(void)
+{
+	static char buf[65536];
+	int fds[] = { pipefd[0], tcp[0], tcp[1], unx[0], unx[1] };
+
+	for (unsigned int k = 0; k < sizeof(fds) / sizeof(fds[0]); k++)
+		while (read(fds[k], buf, sizeof(buf)) > 0)
+			;
+}
+
 int main(int argc, char **argv)
 {
-	int iters = argc > 1 ? atoi(argv[1]) : 20000;
-	int calls = 0, ok = 0, maxid = 0;
+	int iters = argc > 1 ? atoi(argv[1]) : 100000;
+	int calls = 0, ok = 0, maxid = 0, okc[6] = { 0 };
 	int *ids;
 	time_t t0 = time(NULL);
 
@@ -76,14 +143,18 @@ int main(int argc, char **argv)
 	hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	munmap(hole, 4096);
 	filefd = open("/tmp/fuzzfile", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	procfd = open("/proc/self/stat", O_RDONLY);
+	sysfd = open("/sys/kernel/zc/abi_version", O_RDONLY);
 	if (pipe2(pipefd, O_NONBLOCK)) {
 		report(0, "fuzz-init", "pipe");
 		return 1;
 	}
+	sockets();
 	/* The scratch area doubles as id arrays: some ids exist. */
 	ids = (int *)(scratch + 8192);
 	for (int i = 0; i < iters; i++) {
 		long r = -1;
+		int which;
 
 		if (i % 256 == 0) {	/* free what the calls created */
 			for (int k = 0; k <= maxid; k++)
@@ -100,7 +171,7 @@ int main(int argc, char **argv)
 			if (rnd() % 2)
 				memcpy(scratch + (rnd() % 4096), ids, 64);
 		}
-		switch (rnd() % 6) {
+		switch (which = (int)(rnd() % 6)) {
 		case 0:
 			r = cs_alloc(rndint(), rptr(), rndint());
 			if (r > maxid)
@@ -116,29 +187,44 @@ int main(int argc, char **argv)
 			r = cs_unmap(rndint(), rptr());
 			break;
 		case 4:
-			if (NR_cs_read > 0)
-				r = cs_read(rfd(), rndint(), rndint(), rptr(), rndint());
+			if (rnd() % 2) {
+				r = cs_read(rfd(), rndint(), rndint(), rptr(),
+					    rndint());
+				break;
+			}
+			r = cs_read(rfd(), 1 + (int)(rnd() % 200000),
+				    rnd() % 2 ? 1 + (int)(rnd() % 8) : rndint(),
+				    &good, rnd() % 2 ? CS_MAPALL : 0);
+			for (int j = 0; j < r; j++)
+				if (g_cids[j] > maxid)
+					maxid = g_cids[j];
 			break;
 		case 5:
-			if (NR_cs_write > 0)
-				r = cs_write(rfd(), rndint(), rptr(), rptr(), rptr(),
-					     rnd() % 4 ? 0 : rndint());
+			if (rnd() % 2) {
+				r = cs_write(rfd(), rndint(), rptr(), rptr(),
+					     rptr(), rnd() % 4 ? 0 : rndint());
+				break;
+			}
+			r = cs_write(rfd(), 1 + (int)(rnd() % 4), ids + rnd() % 12,
+				     rnd() % 2 ? NULL : rptr(),
+				     rnd() % 2 ? NULL : rptr(), 0);
 			break;
 		}
 		calls++;
-		if (r >= 0)
+		if (r >= 0) {
 			ok++;
-		if (i % 512 == 0) {	/* drain the pipe now and then */
-			char buf[65536];
-
-			while (read(pipefd[0], buf, sizeof(buf)) > 0)
-				;
+			okc[which]++;
 		}
+		if (i % 64 == 0)	/* make room now and then */
+			drain();
+		if (i % 1024 == 0)	/* the file must not fill the guest */
+			ftruncate(filefd, 0);
 	}
 	for (int k = 0; k <= maxid + 64; k++)
 		cs_free(1, &k);
-	info("fuzz: %d calls, %d succeeded, %lds", calls, ok,
-	     (long)(time(NULL) - t0));
+	info("fuzz: %d calls, %d succeeded (alloc %d free %d map %d unmap %d "
+	     "read %d write %d), %lds", calls, ok, okc[0], okc[1], okc[2],
+	     okc[3], okc[4], okc[5], (long)(time(NULL) - t0));
 	report(1, "fuzz-no-crash", NULL);
 	return test_failed;
 }
