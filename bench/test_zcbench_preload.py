@@ -217,19 +217,19 @@ def test_wrap_and_order():
 def test_clean_env(monkeypatch):
     monkeypatch.setenv("LD_PRELOAD", "/x.so")
     monkeypatch.setenv("ZC_DISABLE", "pipe")
+    monkeypatch.setenv("ZC_ENABLE", "forward")
     monkeypatch.setenv("ZC_STATS_FILE", "/tmp/s")
     env = preload.clean_env()
-    assert "LD_PRELOAD" not in env and "ZC_DISABLE" not in env and "ZC_STATS_FILE" not in env
+    assert not {"LD_PRELOAD", "ZC_DISABLE", "ZC_ENABLE", "ZC_STATS_FILE"} & set(env)
     assert env["PATH"] == os.environ["PATH"]
 
 
-def test_run_env(monkeypatch):
-    monkeypatch.setenv("ZC_ENABLE", "stale")
-    assert "ZC_ENABLE" not in preload.run_env("dd-pipe", "plain", "mapwrite")
-    assert preload.run_env("dd-pipe", "preload", "mapwrite,forward")["ZC_ENABLE"] == "mapwrite,forward"
-    assert preload.run_env("apache", "preload", "mapwrite")["ZC_ENABLE"] == "mapwrite"
-    assert "ZC_ENABLE" not in preload.run_env("apache-defaults", "preload", "mapwrite")
-    assert "ZC_ENABLE" not in preload.run_env("sed", "preload", "")
+def test_enable_for_defaults_workloads():
+    assert preload.enable_for("apache", "mapwrite") == "mapwrite"
+    assert preload.enable_for("apache-defaults", "mapwrite") == ""
+    assert preload.enable_for("sed", "") == ""
+    assert preload.wrap("preload", ["x"], "zcrun", "/s", "mapwrite,forward") == \
+        ["zcrun", "--stats-file=/s", "--enable=mapwrite,forward", "--", "x"]
 
 
 def test_inputs_have_the_exact_size(tmp_path):

@@ -47,8 +47,8 @@ setup_file() {
 # run_mode MODE KIN KOUT INPUT CMD: run `bash -c CMD` under MODE with its
 # stdin and stdout of the given kinds (run_io.py), in a fresh directory.
 # MODE: plain; ld (LD_PRELOAD, the preload's defaults); zcrun (through
-# zcrun, with the opt-in cases switched on too: ZC_ENABLE=$OPTIN); off-CONV
-# (LD_PRELOAD and opt-ins, with ZC_DISABLE=CONV).  Leaves
+# zcrun, with the opt-in cases switched on too: --enable=$OPTIN); off-CONV
+# (LD_PRELOAD, ZC_ENABLE=$OPTIN and ZC_DISABLE=CONV).  Leaves
 # $BATS_TEST_TMPDIR/MODE/{out,err,rc,files} and the statistics in
 # $BATS_TEST_TMPDIR/MODE.stats.
 run_mode() {
@@ -60,7 +60,7 @@ run_mode() {
 	case $mode in
 	plain) pre=("${clean[@]}") ;;
 	ld) pre=("${clean[@]}" LD_PRELOAD="$PRELOAD" ZC_STATS_FILE="$s") ;;
-	zcrun) pre=("${clean[@]}" ZC_ENABLE="$OPTIN" "$ZCRUN" --stats-file="$s" --) ;;
+	zcrun) pre=("${clean[@]}" "$ZCRUN" --stats-file="$s" --enable="$OPTIN" --) ;;
 	off-*) pre=("${clean[@]}" LD_PRELOAD="$PRELOAD" ZC_ENABLE="$OPTIN" ZC_DISABLE="${mode#off-}" \
 		ZC_STATS_FILE="$s") ;;
 	esac

@@ -26,7 +26,7 @@ input, writes/s, round trips/s.  Every rate is the amount of work divided
 by the wall time of the whole command (process start and exit included:
 the preload's start-up cost is part of what it costs).  For each preload run
 the statistics file says which conversions fired (converted / seen calls,
-bytes moved without a copy).  The preload runs get ZC_ENABLE=--enable
+bytes moved without a copy).  The preload runs get zcrun --enable=ENABLE
 (default mapwrite,forward: the cases the preload converts only on request)
 except apache-defaults, which shows the preload's defaults.
 
@@ -72,14 +72,20 @@ def preload_paths(build=None):
     return so, zcrun
 
 
-def wrap(mode, argv, zcrun, stats_file):
-    """The argv of a measurement: unchanged for plain, under zcrun (with its
-    statistics file) for preload."""
+def wrap(mode, argv, zcrun, stats_file, enable=""):
+    """The argv of a measurement: unchanged for plain; for preload under
+    zcrun with its statistics file and, when given, --enable=ENABLE."""
     if mode == "plain":
         return list(argv)
     if mode == "preload":
-        return [zcrun, f"--stats-file={stats_file}", "--", *argv]
+        return [zcrun, f"--stats-file={stats_file}", *([f"--enable={enable}"] if enable else []),
+                "--", *argv]
     raise ValueError(f"unknown mode {mode!r}")
+
+
+def enable_for(name, enable):
+    """The --enable list of workload name: none for the *-defaults ones."""
+    return "" if name.endswith("-defaults") else enable
 
 
 def run_order(run_no, modes=MODES):
@@ -95,15 +101,6 @@ def clean_env():
     env = dict(os.environ)
     for k in ("LD_PRELOAD", "ZC_DISABLE", "ZC_ENABLE", "ZC_STATS", "ZC_STATS_FILE", "ZC_NOFOLLOW"):
         env.pop(k, None)
-    return env
-
-
-def run_env(name, mode, enable):
-    """The environment of one measurement: clean_env(), plus ZC_ENABLE=enable
-    for a preload run of a workload that is not a *-defaults one."""
-    env = clean_env()
-    if mode == "preload" and enable and not name.endswith("-defaults"):
-        env["ZC_ENABLE"] = enable
     return env
 
 
@@ -186,16 +183,16 @@ def command_workloads(paths, opts, pingpong):
 
 
 def measure_command(name, mode, argv, amount, zcrun, stats_file, enable):
-    wall, cpu, _ = timed(wrap(mode, argv, zcrun, stats_file), run_env(name, mode, enable))
+    wall, cpu, _ = timed(wrap(mode, argv, zcrun, stats_file, enable_for(name, enable)), clean_env())
     return {"seconds": wall, "cpu_s": cpu, "rate": amount / wall}
 
 
 def measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus, client_cpus, workdir):
     """Start Apache (under zcrun for preload), check the file, run wrk, stop
     (so the statistics file is complete)."""
-    prefix = wrap(mode, [], zcrun, stats_file)
+    prefix = wrap(mode, [], zcrun, stats_file, enable_for(name, opts.enable))
     srv = preload_apache.Apache(paths["docroot"], workdir, prefix=prefix,
-                                env=run_env(name, mode, opts.enable),
+                                env=clean_env(),
                                 probe_path="/index.html", cpus=server_cpus)
     srv.start()
     try:

@@ -37,7 +37,7 @@ def add_parser(sub, list_type, duration_type, positive_type):
     pp.add_argument("--pingpong-rounds", type=positive_type, default=100000,
                     help="64-byte round trips of the ping-pong")
     pp.add_argument("--enable", default=preload.DEFAULT_ENABLE,
-                    help="ZC_ENABLE of the preload runs (every workload but apache-defaults); "
+                    help="zcrun --enable of the preload runs (every workload but apache-defaults); "
                          "'' for the preload's defaults everywhere")
     pp.add_argument("--no-pin", dest="pin", action="store_false",
                     help="do not pin Apache and wrk to separate CPUs")
