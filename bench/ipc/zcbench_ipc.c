@@ -372,6 +372,10 @@ static int make_pair(int kase, const struct opts *o, int sv[2])
 	if (kase == C_PIPE || (kase >= C_FULL && kase <= C_NOMAP && o->cs_pipe)) {
 		if (pipe2(p, O_CLOEXEC) < 0)
 			return -1;
+		/* Containers over a pipe get 1 MiB in flight, like a channel's
+		 * window (a pipe holds 64 KiB by default: half a block). */
+		if (kase != C_PIPE)
+			fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
 		sv[0] = p[0];
 		sv[1] = p[1];
 		return 0;
