@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Build the guest tests, pack an initramfs, boot the cached kernel under
 # qemu (TCG) and exit with the guest's result.
+#
+# The guest runs tests/*.c (static musl programs) and libzc's own cmocka
+# tests (glibc, staged by stage-libzc.sh).  ZC_GUEST_MODE=ipc runs the IPC
+# experiment instead and leaves its lines in out/ipc.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CACHE=${ZC_KERNEL_CACHE:-$HOME/.cache/zcstack/kernel}
 FLAVOUR=${ZC_KERNEL_FLAVOUR:-}
+MODE=${ZC_GUEST_MODE:-test}
 OUT=out
 suffix=${FLAVOUR:+.$FLAVOUR}
 kernel=$CACHE/bzImage$suffix
@@ -13,6 +18,9 @@ uapi=$CACHE/include$suffix
 # A KASAN kernel under TCG is several times slower and needs shadow memory.
 if [ "$FLAVOUR" = kasan ]; then
 	TIMEOUT=${ZC_GUEST_TIMEOUT:-2400}
+	MEM=1G
+elif [ "$MODE" = ipc ]; then
+	TIMEOUT=${ZC_GUEST_TIMEOUT:-1800}
 	MEM=1G
 else
 	TIMEOUT=${ZC_GUEST_TIMEOUT:-420}
@@ -42,6 +50,7 @@ for src in tests/*.c; do
 	[ "$name" = zc-exit ] && dest=$root/bin/zc-exit
 	musl-gcc "${CFLAGS[@]}" -o "$dest" "$src"
 done
+bash scripts/stage-libzc.sh "$root"
 cp "$BUSYBOX" "$root/bin/busybox"
 cp tests/init.sh "$root/init"
 chmod +x "$root/init"
@@ -54,7 +63,7 @@ set +e
 timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -m "$MEM" \
 	-nographic -no-reboot -monitor none -serial stdio \
 	-kernel "$kernel" -initrd "$OUT/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 quiet slab_nomerge zc.flavour=${FLAVOUR:-normal}" \
+	-append "console=ttyS0 panic=-1 quiet slab_nomerge zc.flavour=${FLAVOUR:-normal} zc.mode=$MODE" \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 	</dev/null 2>&1 | tr -d '\r' | tee "$log"
 rc=${PIPESTATUS[0]}
@@ -69,6 +78,7 @@ if [ -z "$result" ]; then
 	fi
 	exit 1
 fi
+[ "$MODE" != ipc ] || grep '^IPC' "$log" > "$OUT/ipc.txt" || true
 pass=$(echo "$result" | awk '{print $2}')
 fail=$(echo "$result" | awk '{print $4}')
 echo "guest: $pass passed, $fail failed (qemu exit $rc)"

@@ -1,7 +1,8 @@
 #!/bin/busybox sh
-# Guest /init: run every /tests/* program, print their PASS/FAIL lines,
-# check the kernel log, print GUEST-RESULT and leave qemu through
-# isa-debug-exit.
+# Guest /init: run every /tests/* program, then libzc's own tests
+# (/libzc/run), print their PASS/FAIL lines, check the kernel log, print
+# GUEST-RESULT and leave qemu through isa-debug-exit.  With zc.mode=ipc on
+# the kernel command line it runs the IPC experiment (/libzc/ipc) instead.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin
 mount -t proc proc /proc
@@ -12,15 +13,18 @@ ifconfig lo 127.0.0.1 up 2>/dev/null
 echo 1 > /proc/sys/kernel/printk 2>/dev/null
 
 flavour=normal
+mode=test
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	zc.flavour=*) flavour=${arg#zc.flavour=} ;;
+	zc.mode=*) mode=${arg#zc.mode=} ;;
 	esac
 done
 # A KASAN kernel under TCG is several times slower.
 per_test=120
 [ "$flavour" = kasan ] && per_test=900
-echo "INFO guest: $(uname -r), flavour $flavour"
+export ZC_LIBZC_TIMEOUT=$((per_test * 5 / 2))
+echo "INFO guest: $(uname -r), flavour $flavour, mode $mode"
 
 pass=0
 fail=0
@@ -45,13 +49,25 @@ count() {
 	fail=$((fail + f))
 }
 
-for t in /tests/*; do
-	name=${t##*/}
-	start=$(date +%s)
-	timeout "$per_test" "$t" > /tmp/out 2>&1
-	count "$name" $?
-	echo "INFO $name: $p passed, $f failed, $(( $(date +%s) - start ))s"
-done
+if [ "$mode" = ipc ]; then
+	/libzc/ipc > /tmp/out 2>&1
+	grep '^IPC' /tmp/out
+	count ipc 0
+else
+	for t in /tests/*; do
+		name=${t##*/}
+		start=$(date +%s)
+		timeout "$per_test" "$t" > /tmp/out 2>&1
+		count "$name" $?
+		echo "INFO $name: $p passed, $f failed, $(( $(date +%s) - start ))s"
+	done
+	if [ -x /libzc/run ]; then
+		start=$(date +%s)
+		/libzc/run > /tmp/out 2>&1
+		count libzc $?
+		echo "INFO libzc: $p passed, $f failed, $(( $(date +%s) - start ))s"
+	fi
+fi
 
 if dmesg | grep -qE 'BUG|Oops|WARNING:|general protection|Call Trace'; then
 	echo "FAIL kernel-log: BUG/Oops/WARNING in dmesg"
