@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -53,18 +54,20 @@ static const char *const conv_names[ZCP_NCONV] = {
 };
 
 static struct {
-	atomic_int state;	/* 0 unset, 1 in progress, 2 ready */
+	atomic_int state;	/* enum init_state */
 	bool disabled[ZCP_NCONV];
 	bool optin[ZCP_NCONV];
 	bool stats;
 	bool nofollow;
 	char stats_file[PATH_MAX];
-	/* stderr as it was at load: the table goes there only if fd 2 is
-	 * still that file when we report (a program may have closed fd 2
-	 * and reused the number for its own output). */
-	dev_t err_dev;
-	ino_t err_ino;
-	bool err_ok;
+	/*
+	 * With ZC_STATS=1, a duplicate of stderr as it was at load: the
+	 * table goes there.  Programs close fd 2 before exiting (coreutils'
+	 * close_stdout does) or reuse the number for their own files.  The
+	 * price: a program that closes stderr early keeps it open (a reader
+	 * of that pipe sees EOF only at exit) - this is a diagnostic mode.
+	 */
+	int err_fd;
 	pid_t pid;		/* updated in fork children; see vfork */
 	atomic_int reported;	/* this image already reported (exit paths) */
 } cfg;
@@ -199,7 +202,6 @@ static void unfollow_environ(void)
 static void load_config(void)
 {
 	const char *f = getenv("ZC_STATS_FILE");
-	struct stat st;
 
 	parse_list(getenv("ZC_DISABLE"), cfg.disabled);
 	parse_list(getenv("ZC_ENABLE"), cfg.optin);
@@ -207,12 +209,36 @@ static void load_config(void)
 	cfg.nofollow = env_true("ZC_NOFOLLOW");
 	if (f && *f && strlen(f) < sizeof(cfg.stats_file))
 		strcpy(cfg.stats_file, f);
-	if (fstat(STDERR_FILENO, &st) == 0) {
-		cfg.err_dev = st.st_dev;
-		cfg.err_ino = st.st_ino;
-		cfg.err_ok = true;
-	}
+	cfg.err_fd = cfg.stats ? zcp_fd_hide(STDERR_FILENO) : -1;
 	cfg.pid = getpid();
+}
+
+/*
+ * glibc's pthread_atfork lives in libc_nonshared.a and calls the
+ * glibc-only __register_atfork; musl exports pthread_atfork itself.  Weak
+ * references keep the library loadable under both (musl resolves every
+ * symbol at load time and refuses missing strong ones).
+ */
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void),
+			     void *) __attribute__((weak));
+extern const char *gnu_get_libc_version(void) __attribute__((weak));
+extern void *__dso_handle __attribute__((weak));
+
+bool zcp_glibc(void)
+{
+	return gnu_get_libc_version != NULL;
+}
+
+int zcp_atfork(void (*prepare)(void), void (*parent)(void),
+	       void (*child)(void))
+{
+	int (*atfork)(void (*)(void), void (*)(void), void (*)(void));
+
+	if (__register_atfork)
+		return __register_atfork(prepare, parent, child,
+					 &__dso_handle ? __dso_handle : NULL);
+	atfork = dlsym(RTLD_DEFAULT, "pthread_atfork");
+	return atfork ? atfork(prepare, parent, child) : -1;
 }
 
 static void atfork_child(void)
@@ -220,26 +246,56 @@ static void atfork_child(void)
 	cfg.pid = getpid();
 	atomic_store(&cfg.reported, 0);
 	zcp_stats_reset();
+	zcp_pipe_atfork_child();
+	zcp_map_atfork_child();
+}
+
+/*
+ * Two steps: the real-symbol table (needed by every hook, from the first
+ * call on) and the configuration (needs the environment).  A hook can run
+ * before libc has set environ - a sanitizer runtime initialising in
+ * .preinit_array calls write or mmap - so the configuration waits for
+ * environ, and until it is read every conversion counts as off.
+ */
+enum init_state { S_NONE, S_RESOLVING, S_SYMBOLS, S_CONFIGURING, S_READY };
+
+static void wait_past(int s)
+{
+	while (atomic_load(&cfg.state) == s)
+		sched_yield(); /* another thread is at it (start-up only) */
 }
 
 void zcp_init(void)
 {
-	int expect = 0;
+	extern char **environ;
+	int s = atomic_load_explicit(&cfg.state, memory_order_acquire);
 
-	if (atomic_load_explicit(&cfg.state, memory_order_acquire) == 2)
+	if (s == S_READY)
 		return;
-	if (!atomic_compare_exchange_strong(&cfg.state, &expect, 1)) {
-		/* Another thread is initialising: wait (only at start-up). */
-		while (atomic_load(&cfg.state) != 2)
-			sched_yield();
-		return;
+	if (s == S_NONE) {
+		if (atomic_compare_exchange_strong(&cfg.state, &s, S_RESOLVING)) {
+			resolve();
+			atomic_store(&cfg.state, S_SYMBOLS);
+		}
 	}
-	resolve();
-	load_config();
-	if (cfg.nofollow)
-		unfollow_environ();
-	pthread_atfork(NULL, NULL, atfork_child);
-	atomic_store_explicit(&cfg.state, 2, memory_order_release);
+	wait_past(S_RESOLVING);
+	s = S_SYMBOLS;
+	if (environ &&
+	    atomic_compare_exchange_strong(&cfg.state, &s, S_CONFIGURING)) {
+		load_config();
+		if (cfg.nofollow)
+			unfollow_environ();
+		zcp_atfork(NULL, NULL, atfork_child);
+		atomic_store_explicit(&cfg.state, S_READY, memory_order_release);
+	}
+	wait_past(S_CONFIGURING);
+}
+
+static bool ready(void)
+{
+	zcp_init();
+	return atomic_load_explicit(&cfg.state, memory_order_acquire) ==
+	       S_READY;
 }
 
 __attribute__((constructor(101))) static void preload_ctor(void)
@@ -252,14 +308,12 @@ __attribute__((constructor(101))) static void preload_ctor(void)
 
 bool zcp_enabled(enum zcp_conv c)
 {
-	zcp_init();
-	return c < ZCP_NCONV && !cfg.disabled[c];
+	return ready() && c < ZCP_NCONV && !cfg.disabled[c];
 }
 
 bool zcp_optin(enum zcp_conv c)
 {
-	zcp_init();
-	return c < ZCP_NCONV && cfg.optin[c];
+	return ready() && c < ZCP_NCONV && cfg.optin[c];
 }
 
 bool zcp_in_vfork_child(void)
@@ -272,16 +326,6 @@ bool zcp_in_vfork_child(void)
 /* ------------------------------------------------------------------ */
 /* Reporting.                                                          */
 
-static int table_fd(void)
-{
-	struct stat st;
-
-	if (!cfg.stats || !cfg.err_ok || fstat(STDERR_FILENO, &st) != 0 ||
-	    st.st_dev != cfg.err_dev || st.st_ino != cfg.err_ino)
-		return -1;
-	return STDERR_FILENO;
-}
-
 /*
  * The image ends (exit, _exit) or is replaced (exec).  Async-signal-safe:
  * _exit() is often called from signal handlers.
@@ -290,7 +334,7 @@ static void report(bool at_exec)
 {
 	int saved = errno;
 
-	if (atomic_load(&cfg.state) != 2 || zcp_in_vfork_child())
+	if (atomic_load(&cfg.state) != S_READY || zcp_in_vfork_child())
 		goto out;
 	if (!cfg.stats && !cfg.stats_file[0])
 		goto out;
@@ -300,7 +344,7 @@ static void report(bool at_exec)
 		goto out;
 	if (atomic_exchange(&cfg.reported, 1))
 		goto out;
-	zcp_stats_emit(table_fd(), cfg.stats_file[0] ? cfg.stats_file : NULL);
+	zcp_stats_emit(cfg.err_fd, cfg.stats_file[0] ? cfg.stats_file : NULL);
 	if (at_exec) {
 		/* The exec may fail: the rest is reported at exit. */
 		zcp_stats_reset();

@@ -65,6 +65,17 @@ bool zcp_enabled(enum zcp_conv c);
  */
 bool zcp_optin(enum zcp_conv c);
 
+/*
+ * Is the process's C library glibc?  The preload also loads into musl
+ * programs (ld-musl maps our DT_NEEDED libc.so.6 onto itself); there the
+ * glibc-specific conversion (stdio) stays off.  docs/preload.md, "musl".
+ */
+bool zcp_glibc(void);
+
+/* pthread_atfork() that links against glibc and musl alike. */
+int zcp_atfork(void (*prepare)(void), void (*parent)(void),
+	       void (*child)(void));
+
 /* Are we a vfork() child (sharing the parent's memory)?  Then touch nothing. */
 bool zcp_in_vfork_child(void);
 
@@ -120,26 +131,30 @@ extern struct zcp_real zcp_real;
 /* pipes.c */
 void zcp_pipe_created(const int fds[2]);
 void zcp_pipe_after_io(int fd, size_t asked, ssize_t got, bool is_write);
+void zcp_pipe_forget(int fd);
 
 /* mapwrite.c: the mapping table, and the write conversion itself. */
 void zcp_map_added(void *addr, size_t len, int prot, int flags, int fd,
 		   off_t off);
 void zcp_map_removed(void *addr, size_t len);
-void zcp_map_protect(void *addr, size_t len, int prot);
-void zcp_map_moved(void *old, size_t oldlen, void *new, size_t newlen);
 bool zcp_map_any(void);
 /* true: the call was converted and *ret (and errno) hold its result. */
 bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
-		  ssize_t *ret);
+		  int flags, ssize_t *ret);
 
-/* fdstate.c / hooks.c: descriptors going away or being replaced. */
-void zcp_fd_closed(int fd);
-/* Is fd one of the preload's own descriptors?  (close/dup2 onto it.) */
-bool zcp_fd_is_ours(int fd);
-/* Move our own descriptor off fd (the program wants that number). */
-void zcp_fd_evict(int fd);
-/* A private descriptor, close-on-exec, above the program's usual range. */
+/*
+ * fdstate.c: the preload's own descriptors (close-on-exec, high numbers).
+ * zcp_map_fd_moved() tells mapwrite.c that one of them moved (new >= 0)
+ * or is going away (new == -1); it returns once no transfer uses it.
+ */
 int zcp_fd_hide(int fd);
+void zcp_fd_release(int fd);
+bool zcp_fd_is_ours(int fd);
+void zcp_fd_evict(int fd);                 /* dup2/dup3 onto ours */
+int zcp_fd_transient(int fd);              /* a transfer's own duplicate */
+void zcp_fd_transient_done(int fd);
+void zcp_fd_range_closing(unsigned lo, unsigned hi);
+void zcp_map_fd_moved(int old, int new);
 
 /* fork: the child starts with fresh statistics and no borrowed state. */
 void zcp_pipe_atfork_child(void);

@@ -457,7 +457,8 @@ EXPORT __attribute__((weak)) sighandler_t signal(int sig, sighandler_t h)
 /* Demotion: back to glibc's read() mode, exactly where the stream stands. */
 
 /* glibc exports it (GLIBC_2.2.5): install a buffer, 1 = glibc frees it. */
-extern void _IO_setb(FILE *fp, char *base, char *end, int owned);
+extern void _IO_setb(FILE *fp, char *base, char *end, int owned)
+	__attribute__((weak)); /* weak: the library also loads under musl */
 
 /*
  * Put fp back on glibc's plain read() jump table, at the same position.
@@ -490,8 +491,10 @@ static void demote_locked(FILE *fp, const struct stat *st)
 		if (st->st_blksize > 0 && st->st_blksize < BUFSIZ)
 			size = st->st_blksize;
 		p = malloc(size);
-		if (p)
+		if (p && _IO_setb)
 			_IO_setb(fp, p, p + size, 1);
+		else
+			free(p);
 	}
 	setvbuf(fp, NULL, _IOFBF, 0);
 }
@@ -566,6 +569,9 @@ static void probe(void)
 	if (!real_fopen || !real_fdopen || !real_freopen || !real_fclose ||
 	    !real_fflush || !real_fseeko64 || !real_sigaction)
 		return;
+	/* Everything below is glibc's FILE; musl's is another animal. */
+	if (!zcp_glibc() || !_IO_setb)
+		return;
 
 	fd = memfd_create("zcp-stdio-probe", MFD_CLOEXEC);
 	if (fd < 0)
@@ -583,7 +589,7 @@ static void probe(void)
 	if (fgetc(f) == 'z' && VTABLE(f) != maybe_vt &&
 	    f->_IO_buf_end - f->_IO_buf_base == 1 && fgetc(f) == EOF) {
 		mmap_vt = VTABLE(f);
-		usable = pthread_atfork(atfork_prepare, NULL, NULL) == 0;
+		usable = zcp_atfork(atfork_prepare, NULL, NULL) == 0;
 	}
 	real_fclose(f);
 }
@@ -638,7 +644,8 @@ static const char *want(const char *mode, char out[8])
 	zcp_seen(ZCP_STDIO);
 	init();
 	if (!usable) {
-		zcp_passed(ZCP_STDIO, "glibc mmap stdio probe failed");
+		zcp_passed(ZCP_STDIO, zcp_glibc() ? "glibc mmap stdio probe failed"
+						  : "not glibc (musl stdio)");
 		return NULL;
 	}
 	m = mapped_mode(mode, out, &why);

@@ -1,0 +1,338 @@
+/*
+ * hooks.c - the interposed I/O entry points.
+ *
+ * Each hook does what the real function does, through zcp_real, and lets
+ * the conversions look at the call:
+ *
+ *   write, writev, send, sendto, sendmsg
+ *                  mapwrite may take the call over (source in a tracked
+ *                  file mapping); pipes looks at the result
+ *   read           pipes looks at the result
+ *   pipe, pipe2, close, close_range, closefrom, dup2, dup3
+ *                  descriptor numbers change meaning: caches forget, the
+ *                  preload's own descriptors stay out of the program's way
+ *   mmap, munmap, mprotect, mremap
+ *                  mapwrite's table of file mappings
+ *
+ * errno: a hook's post-processing may make system calls of its own; the
+ * errno the program sees is always the one the real call left.
+ *
+ * Calls that glibc makes internally (fwrite's write, fclose's close, the
+ * malloc's mmap) do not pass through here.  That is why every cache is
+ * checked against the kernel before it is acted on (pipes.c, mapwrite.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+static size_t iov_total(const struct iovec *iov, int n)
+{
+	size_t t = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* The program's own write-type call, with mapwrite's chance first. */
+static ssize_t write_common(int fd, const struct iovec *iov, int iovcnt,
+			    bool sock, int flags, ssize_t (*real)(void *),
+			    void *arg)
+{
+	ssize_t r;
+	int e;
+
+	if (zcp_map_any() &&
+	    zcp_mapwrite(fd, iov, iovcnt, sock, flags, &r)) {
+		e = errno;
+		if (!sock)
+			zcp_pipe_after_io(fd, iov_total(iov, iovcnt), r, true);
+		errno = e;
+		return r;
+	}
+	r = real(arg);
+	if (!sock) {
+		e = errno;
+		zcp_pipe_after_io(fd, iov_total(iov, iovcnt), r, true);
+		errno = e;
+	}
+	return r;
+}
+
+struct wargs {
+	int fd;
+	const void *buf;
+	size_t n;
+	const struct iovec *iov;
+	int iovcnt;
+	int flags;
+	const struct sockaddr *to;
+	socklen_t tolen;
+	const struct msghdr *msg;
+};
+
+static ssize_t real_write(void *p)
+{
+	struct wargs *a = p;
+
+	return zcp_real.write(a->fd, a->buf, a->n);
+}
+
+static ssize_t real_writev(void *p)
+{
+	struct wargs *a = p;
+
+	return zcp_real.writev(a->fd, a->iov, a->iovcnt);
+}
+
+static ssize_t real_send(void *p)
+{
+	struct wargs *a = p;
+
+	return zcp_real.send(a->fd, a->buf, a->n, a->flags);
+}
+
+static ssize_t real_sendto(void *p)
+{
+	struct wargs *a = p;
+
+	return zcp_real.sendto(a->fd, a->buf, a->n, a->flags, a->to, a->tolen);
+}
+
+static ssize_t real_sendmsg(void *p)
+{
+	struct wargs *a = p;
+
+	return zcp_real.sendmsg(a->fd, a->msg, a->flags);
+}
+
+ZCP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	struct iovec iov = { (void *)buf, n };
+	struct wargs a = { .fd = fd, .buf = buf, .n = n };
+
+	zcp_init();
+	return write_common(fd, &iov, 1, false, 0, real_write, &a);
+}
+
+ZCP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct wargs a = { .fd = fd, .iov = iov, .iovcnt = iovcnt };
+
+	zcp_init();
+	if (iovcnt < 0 || iovcnt > IOV_MAX)
+		return zcp_real.writev(fd, iov, iovcnt);
+	return write_common(fd, iov, iovcnt, false, 0, real_writev, &a);
+}
+
+ZCP_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	struct iovec iov = { (void *)buf, n };
+	struct wargs a = { .fd = fd, .buf = buf, .n = n, .flags = flags };
+
+	zcp_init();
+	return write_common(fd, &iov, 1, true, flags, real_send, &a);
+}
+
+ZCP_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+			  const struct sockaddr *to, socklen_t tolen)
+{
+	struct iovec iov = { (void *)buf, n };
+	struct wargs a = { .fd = fd, .buf = buf, .n = n, .flags = flags,
+			   .to = to, .tolen = tolen };
+
+	zcp_init();
+	if (to) /* an address: datagram-style, never ours */
+		return zcp_real.sendto(fd, buf, n, flags, to, tolen);
+	return write_common(fd, &iov, 1, true, flags, real_sendto, &a);
+}
+
+ZCP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct wargs a = { .fd = fd, .msg = msg, .flags = flags };
+
+	zcp_init();
+	/* Addresses and ancillary data (descriptors, credentials) pass. */
+	if (!msg || msg->msg_name || msg->msg_controllen ||
+	    msg->msg_iovlen > IOV_MAX)
+		return zcp_real.sendmsg(fd, msg, flags);
+	return write_common(fd, msg->msg_iov, (int)msg->msg_iovlen, true,
+			    flags, real_sendmsg, &a);
+}
+
+ZCP_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	ssize_t r;
+	int e;
+
+	zcp_init();
+	r = zcp_real.read(fd, buf, n);
+	e = errno;
+	zcp_pipe_after_io(fd, n, r, false);
+	errno = e;
+	return r;
+}
+
+ZCP_EXPORT int pipe(int fds[2])
+{
+	int r;
+
+	zcp_init();
+	r = zcp_real.pipe(fds);
+	if (r == 0)
+		zcp_pipe_created(fds);
+	return r;
+}
+
+ZCP_EXPORT int pipe2(int fds[2], int flags)
+{
+	int r;
+
+	zcp_init();
+	r = zcp_real.pipe2(fds, flags);
+	if (r == 0)
+		zcp_pipe_created(fds);
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Descriptor numbers.                                                 */
+
+ZCP_EXPORT int close(int fd)
+{
+	zcp_init();
+	if (zcp_fd_is_ours(fd)) {
+		/* Without us this number would not be open. */
+		errno = EBADF;
+		return -1;
+	}
+	zcp_pipe_forget(fd);
+	return zcp_real.close(fd);
+}
+
+ZCP_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
+{
+	unsigned fd;
+
+	zcp_init();
+	if (!zcp_real.close_range) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!(flags & CLOSE_RANGE_CLOEXEC)) {
+		zcp_fd_range_closing(lo, hi);
+		for (fd = lo; fd <= hi && fd < 65536; fd++)
+			zcp_pipe_forget(fd);
+	}
+	return zcp_real.close_range(lo, hi, flags);
+}
+
+ZCP_EXPORT void closefrom(int lo)
+{
+	int fd;
+
+	zcp_init();
+	if (lo >= 0) {
+		zcp_fd_range_closing(lo, ~0u);
+		for (fd = lo; fd < 65536; fd++)
+			zcp_pipe_forget(fd);
+	}
+	zcp_real.closefrom(lo);
+}
+
+/*
+ * dup2/dup3: old must be the program's (ours are not open as far as it
+ * knows: EBADF); new may be ours, which then moves out of the way.
+ */
+static bool dup_prepare(int old, int new)
+{
+	zcp_init();
+	if (zcp_fd_is_ours(old)) {
+		errno = EBADF;
+		return false;
+	}
+	if (old != new) {
+		zcp_fd_evict(new);
+		zcp_pipe_forget(new);
+	}
+	return true;
+}
+
+ZCP_EXPORT int dup2(int old, int new)
+{
+	return dup_prepare(old, new) ? zcp_real.dup2(old, new) : -1;
+}
+
+ZCP_EXPORT int dup3(int old, int new, int flags)
+{
+	return dup_prepare(old, new) ? zcp_real.dup3(old, new, flags) : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Mappings.                                                           */
+
+ZCP_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
+		      off_t off)
+{
+	void *p;
+	int e;
+
+	zcp_init();
+	/* A fixed mapping replaces whatever was there. */
+	if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE))
+		zcp_map_removed(addr, len);
+	p = zcp_real.mmap(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && !(flags & MAP_ANONYMOUS) && fd >= 0) {
+		e = errno;
+		zcp_map_added(p, len, prot, flags, fd, off);
+		errno = e;
+	}
+	return p;
+}
+
+ZCP_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
+			off_t off) __attribute__((alias("mmap")));
+
+ZCP_EXPORT int munmap(void *addr, size_t len)
+{
+	zcp_init();
+	zcp_map_removed(addr, len);
+	return zcp_real.munmap(addr, len);
+}
+
+ZCP_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	zcp_init();
+	/* Writable even once: private pages may be copies from then on. */
+	if (prot & PROT_WRITE)
+		zcp_map_removed(addr, len);
+	return zcp_real.mprotect(addr, len, prot);
+}
+
+ZCP_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+	void *want = NULL;
+	va_list ap;
+
+	zcp_init();
+	if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP)) {
+		va_start(ap, flags);
+		want = va_arg(ap, void *);
+		va_end(ap);
+	}
+	/* Forgotten rather than followed: only an opportunity lost. */
+	zcp_map_removed(old, oldlen);
+	if (flags & MREMAP_FIXED)
+		zcp_map_removed(want, newlen);
+	if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP))
+		return zcp_real.mremap(old, oldlen, newlen, flags, want);
+	return zcp_real.mremap(old, oldlen, newlen, flags);
+}
