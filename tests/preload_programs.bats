@@ -377,5 +377,7 @@ print(n)'" || return 1
 
 @test "a real project's suite: Python's own tests (fast subset) pass and fail alike under the preload" {
 	"$PY3" "$BATS_TEST_DIRNAME/preload_programs/python_suite.py" --fast --preload "$PRELOAD" \
-		--out "$BATS_TEST_TMPDIR/pysuite"
+		--out "$BATS_TEST_TMPDIR/pysuite" || return 1
+	"$PY3" "$BATS_TEST_DIRNAME/preload_programs/python_suite.py" --fast --preload "$PRELOAD" \
+		--enable "$OPTIN" --out "$BATS_TEST_TMPDIR/pysuite-optin"
 }

@@ -8,7 +8,7 @@ outcome of every test case (passed, failed, error, skipped) between the
 two runs.  The modules are the ones about files, pipes, sockets, mmap,
 subprocesses and compression: what the preload touches.
 
-    python_suite.py [--fast] [--tests a,b] [--out DIR] [--preload SO]
+    python_suite.py [--fast] [--tests a,b] [--out DIR] [--preload SO] [--enable LIST]
 
 --fast   a subset that runs in seconds (tests/preload_programs.bats uses it)
 default  the full list below (about 2 x 100 s on the 2-core machine)
@@ -101,6 +101,7 @@ def main():
     p.add_argument("--out", help="keep logs and JUnit XML here (default: a temp dir, removed)")
     p.add_argument("--preload", default=os.environ.get("ZC_PRELOAD_SO") or
                    os.path.join(ROOT, "build/libzc/preload/libzc-preload.so"))
+    p.add_argument("--enable", default="", help="ZC_ENABLE of the preloaded run (opt-in cases)")
     p.add_argument("--timeout", type=int, default=600, help="regrtest's per-test timeout (s)")
     a = p.parse_args()
     tests = a.tests.split(",") if a.tests else (FAST if a.fast else FULL)
@@ -116,10 +117,11 @@ def main():
     stats = os.path.join(workdir, "preload.stats")
     if os.path.exists(stats):
         os.unlink(stats)
-    print(f"python_suite: {len(tests)} modules: {' '.join(tests)}")
+    print(f"python_suite: {len(tests)} modules: {' '.join(tests)}" +
+          (f"; preloaded run with ZC_ENABLE={a.enable}" if a.enable else ""))
     plain, rc0, s0, log0 = run_suite(tests, {}, workdir, "plain", a.timeout)
-    pre, rc1, s1, log1 = run_suite(tests, {"LD_PRELOAD": a.preload, "ZC_STATS_FILE": stats},
-                                   workdir, "preload", a.timeout)
+    env = {"LD_PRELOAD": a.preload, "ZC_STATS_FILE": stats, **({"ZC_ENABLE": a.enable} if a.enable else {})}
+    pre, rc1, s1, log1 = run_suite(tests, env, workdir, "preload", a.timeout)
     problems = []
     for label, res, rc, secs, log in (("without preload", plain, rc0, s0, log0),
                                       ("with preload   ", pre, rc1, s1, log1)):
