@@ -87,6 +87,8 @@ def test_stats_command(tmp_path, capsys):
     assert capsys.readouterr().out == "7\n"
     assert preload_stats.main([str(f), "processes", "--exe", "bash"]) == 0
     assert capsys.readouterr().out == "1\n"
+    assert preload_stats.main([str(f), "pipe", "passed"]) == 0
+    assert capsys.readouterr().out == "1\n"
     assert preload_stats.main([str(f), "--table"]) == 0
     assert "forward seen=8 converted=7" in capsys.readouterr().out
     with pytest.raises(SystemExit) as e:
@@ -228,8 +230,8 @@ def test_enable_for_defaults_workloads():
     assert preload.enable_for("apache", "mapwrite") == "mapwrite"
     assert preload.enable_for("apache-defaults", "mapwrite") == ""
     assert preload.enable_for("sed", "") == ""
-    assert preload.wrap("preload", ["x"], "zcrun", "/s", "mapwrite,forward") == \
-        ["zcrun", "--stats-file=/s", "--enable=mapwrite,forward", "--", "x"]
+    assert preload.wrap("preload", ["x"], "zcrun", "/s", "mapwrite") == \
+        ["zcrun", "--stats-file=/s", "--enable=mapwrite", "--", "x"]
 
 
 def test_inputs_have_the_exact_size(tmp_path):

@@ -27,7 +27,7 @@ by the wall time of the whole command (process start and exit included:
 the preload's start-up cost is part of what it costs).  For each preload run
 the statistics file says which conversions fired (converted / seen calls,
 bytes moved without a copy).  The preload runs get zcrun --enable=ENABLE
-(default mapwrite,forward: the cases the preload converts only on request)
+(default mapwrite: the cases the preload converts only on request)
 except apache-defaults, which shows the preload's defaults.
 
 Bars from the issue (preload/plain ratio of the medians): >= 1.3 on apache
@@ -47,7 +47,7 @@ from .static import cpu_seconds, machine_note, verify_bodies
 
 MODES = ("plain", "preload")
 WORKLOADS = ("apache", "apache-defaults", "dd-pipe", "sed", "cut", "null-4k", "pingpong")
-DEFAULT_ENABLE = "mapwrite,forward"   # ZC_ENABLE of the preload runs (not *-defaults)
+DEFAULT_ENABLE = "mapwrite"   # zcrun --enable of the preload runs (not *-defaults)
 OVERHEAD_BAR = 0.97
 BARS = {"apache": 1.3, "apache-defaults": 1.3, "dd-pipe": 1.3, "sed": 1.1, "cut": 1.1,
         "null-4k": OVERHEAD_BAR, "pingpong": OVERHEAD_BAR}

@@ -12,7 +12,8 @@ processes, optionally only those whose exe has a given basename.
 Also a command, so the shell tests (tests/preload_programs.bats) read the
 file with the same code as `zcbench preload`:
 
-    preload_stats.py FILE CONV FIELD [--exe NAME]   print one summed number
+    preload_stats.py FILE CONV FIELD [--exe NAME]   print one summed number (FIELD: a
+                                                    counter, or passed: every reason)
     preload_stats.py FILE processes [--exe NAME]    how many processes wrote a record
     preload_stats.py FILE --table [--exe NAME]      every total, a line per conversion
 """
@@ -120,12 +121,12 @@ def main(argv=None):
                                 description="Sum a libzc-preload ZC_STATS_FILE.")
     p.add_argument("file")
     p.add_argument("conv", nargs="?", help="|".join(CONVERSIONS) + ", or 'processes'")
-    p.add_argument("field", nargs="?", help="|".join(COUNTERS))
+    p.add_argument("field", nargs="?", help="|".join(COUNTERS) + "|passed (all reasons summed)")
     p.add_argument("--exe", help="only processes whose executable has this basename")
     p.add_argument("--table", action="store_true", help="print every total")
     a = p.parse_args(argv)
     if not a.table and not (a.conv == "processes" and a.field is None) \
-            and not (a.conv in CONVERSIONS and a.field in COUNTERS):
+            and not (a.conv in CONVERSIONS and a.field in COUNTERS + ("passed",)):
         p.error("give CONV FIELD, 'processes', or --table")
     try:
         totals = total(read(a.file), a.exe)
@@ -136,6 +137,8 @@ def main(argv=None):
         print(table(totals))
     elif a.conv == "processes":
         print(totals["processes"])
+    elif a.field == "passed":
+        print(sum(totals[a.conv]["passed"].values()))
     else:
         print(totals[a.conv][a.field])
     return 0
