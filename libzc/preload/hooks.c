@@ -5,9 +5,10 @@
  * the conversions look at the call:
  *
  *   write, writev, send, sendto, sendmsg
+ *                  forward counts a write of what was just read;
  *                  mapwrite may take the call over (source in a tracked
  *                  file mapping); pipes looks at the result
- *   read           pipes looks at the result
+ *   read           pipes looks at the result, forward remembers the buffer
  *   pipe, pipe2, close, close_range, closefrom, dup2, dup3
  *                  descriptor numbers change meaning: caches forget, the
  *                  preload's own descriptors stay out of the program's way
@@ -48,8 +49,10 @@ static ssize_t write_common(int fd, const struct iovec *iov, int iovcnt,
 			    void *arg)
 {
 	ssize_t r;
-	int e;
+	int e = errno;
 
+	zcp_forward_write(iov, iovcnt);
+	errno = e;
 	if (zcp_map_any() &&
 	    zcp_mapwrite(fd, iov, iovcnt, sock, flags, &r)) {
 		e = errno;
@@ -177,6 +180,7 @@ ZCP_EXPORT ssize_t read(int fd, void *buf, size_t n)
 	r = zcp_real.read(fd, buf, n);
 	e = errno;
 	zcp_pipe_after_io(fd, n, r, false);
+	zcp_forward_read(fd, buf, r);
 	errno = e;
 	return r;
 }

@@ -7,7 +7,7 @@
  *   ZC_DISABLE=a,b    conversions switched off (names: pipe, mapwrite,
  *                     forward, stdio; "all")
  *   ZC_ENABLE=a,b     opt in to a conversion's cases that are not proven
- *                     identical to the plain call (mapwrite, forward)
+ *                     identical to the plain call (mapwrite)
  *   ZC_STATS=1        per-conversion table on stderr when the process ends
  *   ZC_STATS_FILE=F   one JSON object per process appended to F
  *   ZC_NOFOLLOW=1     programs this one executes run without the preload

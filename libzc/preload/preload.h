@@ -17,8 +17,8 @@
  *                             become sendfile/splice from that file
  *   xfer.c      write(2)-exact transfers from a file (sendfile/splice) used
  *               by mapwrite
- *   forward.c   ZCP_FORWARD:  read-then-write of unmodified data (see there
- *                             for what is and is not converted)
+ *   forward.c   ZCP_FORWARD:  read-then-write of unmodified data: counted,
+ *                             not converted (forward.c says why)
  *   stdio.c     ZCP_STDIO:    stdio reads of regular files served from a
  *                             mapped window; fmap() and fbufsize()
  *
@@ -132,6 +132,10 @@ extern struct zcp_real zcp_real;
 void zcp_pipe_created(const int fds[2]);
 void zcp_pipe_after_io(int fd, size_t asked, ssize_t got, bool is_write);
 void zcp_pipe_forget(int fd);
+
+/* forward.c: an observer (see there for why nothing is converted). */
+void zcp_forward_read(int fd, const void *buf, ssize_t got);
+void zcp_forward_write(const struct iovec *iov, int iovcnt);
 
 /* mapwrite.c: the mapping table, and the write conversion itself. */
 void zcp_map_added(void *addr, size_t len, int prot, int flags, int fd,

@@ -42,7 +42,7 @@
 static const char *const conversions[] = { "pipe", "mapwrite", "forward",
 					   "stdio", NULL };
 /* Conversions with cases that only ZC_ENABLE switches on. */
-static const char *const optins[] = { "mapwrite", "forward", NULL };
+static const char *const optins[] = { "mapwrite", NULL };
 
 static void usage(FILE *to)
 {
@@ -52,7 +52,7 @@ static void usage(FILE *to)
 	      "  --stats            per-conversion table on stderr when each process ends\n"
 	      "  --stats-file=FILE  append one JSON object per process to FILE\n"
 	      "  --disable=LIST     switch conversions off: pipe,mapwrite,forward,stdio or all\n"
-	      "  --enable=LIST      also convert the cases not proven identical: mapwrite,forward\n"
+	      "  --enable=LIST      also convert the cases not proven identical: mapwrite\n"
 	      "  --no-follow        programs PROGRAM executes run without the preload\n"
 	      "See docs/preload.md.\n", to);
 }
