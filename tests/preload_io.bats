@@ -249,3 +249,30 @@ converted() {
 	done
 	converted optin mapwrite 20000000
 }
+
+@test "UBSan build of the preload (build-asan flavour) under the same edge cases" {
+	# ci/test.sh builds build-asan before the bats suites; locally point
+	# ZC_PRELOAD_UBSAN_SO at any UBSan-flavour build of the library.
+	local so="${ZC_PRELOAD_UBSAN_SO:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)/build-asan/libzc/preload/libzc-preload.so}"
+	[ -f "$so" ] || { echo "# no UBSan preload at $so"; return 1; }
+	readelf -d "$so" | grep -q 'libubsan' || { echo "# $so is not built with UBSan"; return 1; }
+	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+	local m
+	for m in pipe writev-socket nonblock-pipe eintr-pipe epipe-socket truncate behind fds fork memfd; do
+		if [ "$m" = epipe-socket ]; then
+			PRELOAD="$so" three "$PROG" "$m" "$D/work" handler || return 1
+		else
+			PRELOAD="$so" three "$PROG" "$m" "$D/work" || return 1
+		fi
+		! grep -q 'runtime error' "$BATS_TEST_TMPDIR/optin.err" "$BATS_TEST_TMPDIR/ld.err" || {
+			cat "$BATS_TEST_TMPDIR/optin.err" "$BATS_TEST_TMPDIR/ld.err" | sed 's/^/# /' | head -20
+			return 1
+		}
+	done
+	converted optin mapwrite 20000000
+	# stdio, fmap and the exit report run through it too.
+	run env LD_PRELOAD="$so" ZC_STDIO_MIN=1 ZC_STATS=1 sed -n '$=' "$D/f1"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"runtime error"* ]]
+	[[ "$output" == *"zc-preload: stdio"* ]]
+}
