@@ -513,11 +513,8 @@ bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
 	if (pthread_rwlock_tryrdlock(&lock) != 0)
 		return false; /* a signal handler inside a table update */
 
-	/*
-	 * Is any part of the call from a tracked mapping?  Each such part
-	 * gets a transient duplicate of the mapping's descriptor now, under
-	 * the lock, so that the table may change as soon as we let go.
-	 */
+	/* Is any part of the call from a tracked mapping?  (A snapshot: the
+	 * table may change as soon as we let go of the lock.) */
 	for (i = 0; i < iovcnt && i < NSEG; i++) {
 		struct map *m = find((uintptr_t)iov[i].iov_base,
 				     iov[i].iov_len);
@@ -525,23 +522,18 @@ bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
 		total += iov[i].iov_len;
 		seg[i] = (struct zcp_seg){ iov[i].iov_base, iov[i].iov_len,
 					   -1, 0 };
+		snap[i].fd = -1;
 		if (!m || !iov[i].iov_len)
 			continue;
 		any = true;
-		if (m->why || why) {
-			if (!why)
-				why = m->why;
-			continue;
-		}
+		if (m->why && !why)
+			why = m->why;
 		snap[i] = *m;
-		seg[i].src = zcp_fd_transient(m->fd);
-		if (seg[i].src < 0)
-			why = "no descriptor left for a transfer";
 		mapped += iov[i].iov_len;
 	}
 	pthread_rwlock_unlock(&lock);
 	if (!any)
-		goto real;
+		return false;
 	zcp_seen(ZCP_MAPWRITE);
 	if (!why && iovcnt > NSEG)
 		why = "too many iovecs";
@@ -567,11 +559,23 @@ bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
 		x.nonblock = fl >= 0 && (fl & O_NONBLOCK);
 		x.nosignal = flags & MSG_NOSIGNAL;
 	}
-	for (i = 0; !why && i < iovcnt; i++)
-		if (seg[i].src >= 0)
+	/*
+	 * Each mapped part is read through a transient duplicate of the
+	 * mapping's descriptor.  The table may have closed that number since
+	 * the snapshot and the program may have reused it: verify() checks
+	 * the duplicate's identity, so a reused number is caught.
+	 */
+	for (i = 0; !why && i < iovcnt; i++) {
+		if (snap[i].fd < 0)
+			continue;
+		seg[i].src = zcp_fd_transient(snap[i].fd);
+		if (seg[i].src < 0)
+			why = "our descriptor no longer names the file";
+		else
 			why = verify(&snap[i], seg[i].src,
 				     (uintptr_t)seg[i].buf, seg[i].len,
 				     &seg[i].off);
+	}
 	if (why) {
 		zcp_passed(ZCP_MAPWRITE, why);
 		goto real;
