@@ -7,9 +7,14 @@
 # LD_PRELOAD and through zcrun, and must give the same stdout (sha256), the
 # same stderr, the same exit status and the same files.  The statistics file
 # (ZC_STATS_FILE) then shows that the conversion meant for the case really
-# fired: a case that passes because nothing was converted proves nothing.
-# ZC_DISABLE switches each conversion off in turn: same bytes, and that
-# conversion's converted count must be 0.  No timings.
+# fired (pipe, mapwrite, stdio): a case that passes because nothing was
+# converted proves nothing.  forward only observes by design (forward.c):
+# its calls must be seen and accounted for.  The zcrun runs also switch on
+# the opt-in cases (--enable=mapwrite).  ZC_DISABLE switches each
+# conversion off in turn: same bytes, and that conversion's converted count
+# must be 0.  Edge cases with real programs: EAGAIN, EINTR, EPIPE/SIGPIPE,
+# threads on one pipe, a file truncated under mmap+write, a program's own
+# SIGSEGV handler, exec following.  No timings.
 #
 # The preload comes from $ZC_PRELOAD_SO or build/libzc/preload/; zcrun from
 # $ZC_ZCRUN or beside the preload.  tests/preload_programs/ has the
