@@ -186,6 +186,15 @@ every_text() {
 	done
 }
 
+@test "socat relaying between files, pipes and sockets, every size" {
+	every_size unix tcp 'socat -u STDIN STDOUT' || return 1
+	every_size file pipe 'socat -b 131072 -u STDIN STDOUT' || return 1
+	every_size tcp file 'socat -u STDIN STDOUT,ignoreeof' || return 1
+	# A bidirectional relay through a child on a socketpair.
+	# -t 30: after stdin's EOF, wait for cat's output to end (not 0.5 s).
+	every_size pipe pipe 'socat -t 30 - EXEC:cat'
+}
+
 @test "dd bs=128k, bs=4k, bs=1000 count, iflag=fullblock: every size and kind" {
 	local io
 	for io in file:pipe file:file pipe:pipe unix:tcp; do
