@@ -58,19 +58,48 @@ void zcp_forward_read(int fd, const void *buf, ssize_t got)
 	last.len = got;
 }
 
+/*
+ * The source's kind, for the reason label only: learnt with one fstat per
+ * descriptor and cached (a stale entry, after libc closed and reused the
+ * number behind our back, can only mislabel a count).
+ */
+#define NKIND 65536
+static _Atomic unsigned char kind_of[NKIND]; /* 0: not known yet */
+
+static const char *const kinds[] = {
+	"",
+	"read-then-write from a file (not converted: see docs/preload.md)",
+	"read-then-write from a pipe (not converted: see docs/preload.md)",
+	"read-then-write from a socket (not converted: see docs/preload.md)",
+	"read-then-write from another kind (not converted: see docs/preload.md)",
+};
+
 static const char *source_kind(int fd)
 {
 	struct stat st;
+	unsigned char k = fd >= 0 && fd < NKIND ? kind_of[fd] : 0;
 
-	if (fstat(fd, &st) != 0)
-		return "read-then-write, source closed (not converted: see docs/preload.md)";
-	if (S_ISREG(st.st_mode))
-		return "read-then-write from a file (not converted: see docs/preload.md)";
-	if (S_ISFIFO(st.st_mode))
-		return "read-then-write from a pipe (not converted: see docs/preload.md)";
-	if (S_ISSOCK(st.st_mode))
-		return "read-then-write from a socket (not converted: see docs/preload.md)";
-	return "read-then-write from another kind (not converted: see docs/preload.md)";
+	if (!k) {
+		if (fstat(fd, &st) != 0)
+			k = 4;
+		else if (S_ISREG(st.st_mode))
+			k = 1;
+		else if (S_ISFIFO(st.st_mode))
+			k = 2;
+		else if (S_ISSOCK(st.st_mode))
+			k = 3;
+		else
+			k = 4;
+		if (fd >= 0 && fd < NKIND)
+			kind_of[fd] = k;
+	}
+	return kinds[k];
+}
+
+void zcp_forward_forget(int fd)
+{
+	if (fd >= 0 && fd < NKIND)
+		kind_of[fd] = 0;
 }
 
 void zcp_forward_write(const struct iovec *iov, int iovcnt)
@@ -82,7 +111,9 @@ void zcp_forward_write(const struct iovec *iov, int iovcnt)
 	a = (uintptr_t)iov[0].iov_base;
 	if (a < last.buf || a + iov[0].iov_len > last.buf + last.len)
 		return;
-	if (!zcp_enabled(ZCP_FORWARD) || zcp_in_vfork_child())
+	/* No vfork check (a getpid per write): a vfork child's calls merely
+	 * count in its parent's statistics, which it shares. */
+	if (!zcp_enabled(ZCP_FORWARD))
 		return;
 	last.len = 0; /* one write per read counts */
 	zcp_seen(ZCP_FORWARD);

@@ -33,6 +33,13 @@
 
 #include "preload.h"
 
+/* fd names something new from now on: per-descriptor caches forget it. */
+static void forget(int fd)
+{
+	zcp_pipe_forget(fd);
+	zcp_forward_forget(fd);
+}
+
 static size_t iov_total(const struct iovec *iov, int n)
 {
 	size_t t = 0;
@@ -191,8 +198,10 @@ ZCP_EXPORT int pipe(int fds[2])
 
 	zcp_init();
 	r = zcp_real.pipe(fds);
-	if (r == 0)
-		zcp_pipe_created(fds);
+	if (r == 0) {
+		forget(fds[0]);
+		forget(fds[1]);
+	}
 	return r;
 }
 
@@ -202,13 +211,16 @@ ZCP_EXPORT int pipe2(int fds[2], int flags)
 
 	zcp_init();
 	r = zcp_real.pipe2(fds, flags);
-	if (r == 0)
-		zcp_pipe_created(fds);
+	if (r == 0) {
+		forget(fds[0]);
+		forget(fds[1]);
+	}
 	return r;
 }
 
 /* ------------------------------------------------------------------ */
 /* Descriptor numbers.                                                 */
+
 
 ZCP_EXPORT int close(int fd)
 {
@@ -218,7 +230,7 @@ ZCP_EXPORT int close(int fd)
 		errno = EBADF;
 		return -1;
 	}
-	zcp_pipe_forget(fd);
+	forget(fd);
 	return zcp_real.close(fd);
 }
 
@@ -234,7 +246,7 @@ ZCP_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
 	if (!(flags & CLOSE_RANGE_CLOEXEC)) {
 		zcp_fd_range_closing(lo, hi);
 		for (fd = lo; fd <= hi && fd < 65536; fd++)
-			zcp_pipe_forget(fd);
+			forget(fd);
 	}
 	return zcp_real.close_range(lo, hi, flags);
 }
@@ -247,7 +259,7 @@ ZCP_EXPORT void closefrom(int lo)
 	if (lo >= 0) {
 		zcp_fd_range_closing(lo, ~0u);
 		for (fd = lo; fd < 65536; fd++)
-			zcp_pipe_forget(fd);
+			forget(fd);
 	}
 	zcp_real.closefrom(lo);
 }
@@ -265,7 +277,7 @@ static bool dup_prepare(int old, int new)
 	}
 	if (old != new) {
 		zcp_fd_evict(new);
-		zcp_pipe_forget(new);
+		forget(new);
 	}
 	return true;
 }

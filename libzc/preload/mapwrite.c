@@ -507,8 +507,7 @@ bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
 	bool fallback, any = false;
 	ssize_t r;
 
-	if (!zcp_enabled(ZCP_MAPWRITE) || iovcnt <= 0 ||
-	    zcp_in_vfork_child())
+	if (!zcp_enabled(ZCP_MAPWRITE) || iovcnt <= 0)
 		return false;
 	if (pthread_rwlock_tryrdlock(&lock) != 0)
 		return false; /* a signal handler inside a table update */
@@ -532,7 +531,9 @@ bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
 		mapped += iov[i].iov_len;
 	}
 	pthread_rwlock_unlock(&lock);
-	if (!any)
+	/* A vfork child must not touch the parent's state (a getpid, so only
+	 * for calls that could be converted). */
+	if (!any || zcp_in_vfork_child())
 		return false;
 	zcp_seen(ZCP_MAPWRITE);
 	if (!why && iovcnt > NSEG)

@@ -230,12 +230,6 @@ void zcp_pipe_forget(int fd)
 		atomic_store_explicit(&state[fd], 0, memory_order_relaxed);
 }
 
-void zcp_pipe_created(const int fds[2])
-{
-	zcp_pipe_forget(fds[0]);
-	zcp_pipe_forget(fds[1]);
-}
-
 void zcp_pipe_atfork_child(void)
 {
 	/* Descriptors are inherited with what we know of them; the budget

@@ -129,13 +129,13 @@ extern struct zcp_real zcp_real;
 /* Hand-offs from hooks.c to the conversions.                          */
 
 /* pipes.c */
-void zcp_pipe_created(const int fds[2]);
 void zcp_pipe_after_io(int fd, size_t asked, ssize_t got, bool is_write);
 void zcp_pipe_forget(int fd);
 
 /* forward.c: an observer (see there for why nothing is converted). */
 void zcp_forward_read(int fd, const void *buf, ssize_t got);
 void zcp_forward_write(const struct iovec *iov, int iovcnt);
+void zcp_forward_forget(int fd);
 
 /* mapwrite.c: the mapping table, and the write conversion itself. */
 void zcp_map_added(void *addr, size_t len, int prot, int flags, int fd,
