@@ -5,7 +5,7 @@
 # more alone, with the kernel's counters of bytes moved by reference and by
 # copy read around it.  TCG timings are only indicative.
 bytes=${ZC_IPC_BYTES:-64M}
-runs=${ZC_IPC_RUNS:-3}
+runs=${ZC_IPC_RUNS:-5}
 zc=/sys/kernel/zc
 
 counters() {
