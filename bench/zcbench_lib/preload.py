@@ -277,7 +277,7 @@ def run(opts, log=sys.stderr):
                                 if getattr(opts, "pin", True) else (None, None))
     meta = {
         "benchmark": "preload",
-        "command": "zcbench preload " + " ".join(getattr(opts, "argv", [])),
+        "command": "zcbench " + " ".join(getattr(opts, "argv", ["preload"])),
         "workloads": opts.workloads, "runs": opts.runs, "duration_s": opts.duration_s,
         "connections": opts.connections, "dd_bytes": opts.dd_bytes, "text_bytes": opts.text_bytes,
         "null_writes": opts.null_writes, "pingpong_rounds": opts.pingpong_rounds,
