@@ -231,10 +231,33 @@ void zcp_map_fd_moved(int old, int new)
 	pthread_rwlock_unlock(&lock);
 }
 
+/*
+ * fork: the table lock is taken around it, so that the child never
+ * inherits it held by a thread that does not exist there (its next
+ * mmap would wait for ever) nor a table half-updated.  Only lookups and
+ * updates hold it, never a transfer, so fork waits microseconds at most.
+ */
+void zcp_map_atfork_prepare(void)
+{
+	pthread_rwlock_wrlock(&lock);
+}
+
+void zcp_map_atfork_parent(void)
+{
+	pthread_rwlock_unlock(&lock);
+}
+
 void zcp_map_atfork_child(void)
 {
 	/* Both name the parent's memory: reopen on first use. */
 	int fd;
+
+	/*
+	 * Not unlock: glibc's rwlock knows its writer by thread id, and the
+	 * child's thread has another.  The child is single-threaded and the
+	 * table is consistent (prepare took the lock): start a fresh lock.
+	 */
+	lock = (pthread_rwlock_t)PTHREAD_RWLOCK_INITIALIZER;
 
 	fd = atomic_exchange(&maps_fd, -1);
 	if (fd >= 0)

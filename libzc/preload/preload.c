@@ -241,6 +241,16 @@ int zcp_atfork(void (*prepare)(void), void (*parent)(void),
 	return atfork ? atfork(prepare, parent, child) : -1;
 }
 
+static void atfork_prepare(void)
+{
+	zcp_map_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	zcp_map_atfork_parent();
+}
+
 static void atfork_child(void)
 {
 	cfg.pid = getpid();
@@ -285,7 +295,7 @@ void zcp_init(void)
 		load_config();
 		if (cfg.nofollow)
 			unfollow_environ();
-		zcp_atfork(NULL, NULL, atfork_child);
+		zcp_atfork(atfork_prepare, atfork_parent, atfork_child);
 		atomic_store_explicit(&cfg.state, S_READY, memory_order_release);
 	}
 	wait_past(S_CONFIGURING);

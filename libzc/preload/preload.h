@@ -162,6 +162,8 @@ void zcp_map_fd_moved(int old, int new);
 
 /* fork: the child starts with fresh statistics and no borrowed state. */
 void zcp_pipe_atfork_child(void);
+void zcp_map_atfork_prepare(void);
+void zcp_map_atfork_parent(void);
 void zcp_map_atfork_child(void);
 
 #endif

@@ -517,25 +517,43 @@ static void demote(FILE *fp)
 
 static void atfork_prepare(void)
 {
-	FILE *unread[64];
-	int i, n = 0;
+	int i;
 
 	/*
 	 * Only streams that have not read yet: their first read would assume
 	 * offset 0 instead of the offset the child may leave behind.  Streams
 	 * already reading follow POSIX's handle rules (fflush before another
 	 * handle is used), which our fflush() covers.
+	 *
+	 * Under reg_lock, so that no other thread's fclose() can free a
+	 * stream while we look at it (fclose unregisters under reg_lock
+	 * first).  A stream whose lock another thread holds is in use there
+	 * and is skipped: waiting for it while holding reg_lock could
+	 * deadlock with that thread's own demotion (stream lock, then
+	 * reg_lock).  reg_lock and sig_lock stay held across fork, so that
+	 * the child does not inherit them held by a thread it does not have.
 	 */
 	pthread_mutex_lock(&reg_lock);
-	for (i = 0; i < NSLOT && n < 64; i++) {
+	for (i = 0; i < NSLOT; i++) {
 		FILE *fp = atomic_load(&slot[i]);
 
-		if (fp && VTABLE(fp) == maybe_vt)
-			unread[n++] = fp;
+		if (!fp || VTABLE(fp) != maybe_vt || ftrylockfile(fp) != 0)
+			continue;
+		if (VTABLE(fp) == maybe_vt) {
+			account(fp);
+			reg_del(i);
+			demote_locked(fp, NULL);
+			i--; /* reg_del may have moved another entry here */
+		}
+		funlockfile(fp);
 	}
+	pthread_mutex_lock(&sig_lock);
+}
+
+static void atfork_release(void)
+{
+	pthread_mutex_unlock(&sig_lock);
 	pthread_mutex_unlock(&reg_lock);
-	for (i = 0; i < n; i++)
-		demote(unread[i]);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -589,7 +607,8 @@ static void probe(void)
 	if (fgetc(f) == 'z' && VTABLE(f) != maybe_vt &&
 	    f->_IO_buf_end - f->_IO_buf_base == 1 && fgetc(f) == EOF) {
 		mmap_vt = VTABLE(f);
-		usable = zcp_atfork(atfork_prepare, NULL, NULL) == 0;
+		usable = zcp_atfork(atfork_prepare, atfork_release,
+				    atfork_release) == 0;
 	}
 	real_fclose(f);
 }

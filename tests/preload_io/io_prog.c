@@ -715,6 +715,65 @@ static int mode_fork(const char *path, char *self)
 }
 
 /*
+ * fork while other threads map, unmap and open streams: a child must not
+ * inherit a lock of the preload held by a thread it does not have (its own
+ * mmap or fopen would wait for ever).  Each child maps, unmaps, opens and
+ * closes once and exits; a child that hangs is killed by its alarm.
+ */
+static volatile int stop_churn;
+
+static void *churn(void *a)
+{
+	const char *path = a;
+
+	while (!stop_churn) {
+		struct src s = map_file(path, MAP_SHARED);
+		FILE *f = fopen(path, "r");
+
+		if (f) {
+			getc(f);
+			fclose(f);
+		}
+		munmap((void *)s.p, s.len);
+	}
+	return NULL;
+}
+
+static int mode_fork_locks(const char *path)
+{
+	pthread_t t[2];
+	int i, hung = 0, st;
+
+	for (i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, churn, (void *)path);
+	for (i = 0; i < 100; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			struct src s;
+			FILE *f;
+
+			alarm(10);
+			s = map_file(path, MAP_SHARED);
+			munmap((void *)s.p, s.len);
+			f = fopen(path, "r");
+			if (f)
+				fclose(f);
+			_exit(0);
+		}
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			hung++;
+	}
+	stop_churn = 1;
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK(!hung, "%d of 100 children hung or failed", hung);
+	printf("fork-locks: 100 children mapped and opened\n");
+	return failed ? 3 : 0;
+}
+
+/*
  * A pipe whose size the program set itself keeps it; a fresh pipe reports
  * the default before any traffic.
  */
@@ -816,6 +875,8 @@ int main(int argc, char **argv)
 		return mode_fds(f, true);
 	if (!strcmp(m, "fork"))
 		return mode_fork(f, argv[0]);
+	if (!strcmp(m, "fork-locks"))
+		return mode_fork_locks(f);
 	if (!strcmp(m, "pipesize"))
 		return mode_pipesize(f);
 	if (!strcmp(m, "memfd"))
