@@ -2,8 +2,8 @@
  * preload.h - what the parts of libzc-preload.so share.
  *
  * libzc-preload.so interposes libc calls (dlsym(RTLD_NEXT)) and turns some of
- * them into zero-copy paths.  Each conversion lives in its own file and talks
- * to the rest only through this header:
+ * them into zero-copy paths (docs/preload.md).  Each conversion lives in its
+ * own file and talks to the rest only through this header:
  *
  *   preload.c   constructor, configuration (environment), the real-symbol
  *               table, fork/exec/exit life cycle (statistics, ZC_NOFOLLOW)
@@ -11,7 +11,8 @@
  *   hooks.c     the interposed I/O entry points (read, write, writev, send,
  *               sendmsg, pipe, mmap, close, dup2, ...): each one calls the
  *               real function or hands the call to a conversion
- *   fdstate.c   a per-descriptor cache of what the conversions learnt
+ *   fdstate.c   the preload's own descriptors, kept out of the program's
+ *               way (close, dup2, close_range on their numbers)
  *   pipes.c     ZCP_PIPE:     grow pipe capacity adaptively (F_SETPIPE_SZ)
  *   mapwrite.c  ZCP_MAPWRITE: writes whose source is a read-only file mapping
  *                             become sendfile/splice from that file
