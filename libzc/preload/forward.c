@@ -34,12 +34,13 @@
  * passed with its source's kind.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
 #include "preload.h"
 
-#define MIN_IO 4096 /* as for pipes: smaller transfers are not worth it */
+#define MIN_IO ZCP_FORWARD_MIN_IO
 
 /* The calling thread's last read() (initial-exec TLS: no allocation,
  * async-signal-safe; the preload is loaded at start, never dlopen'ed). */
@@ -80,6 +81,8 @@ static const char *source_kind(int fd)
 	unsigned char k = fd >= 0 && fd < NKIND ? kind_of[fd] : 0;
 
 	if (!k) {
+		int e = errno;
+
 		if (fstat(fd, &st) != 0)
 			k = 4;
 		else if (S_ISREG(st.st_mode))
@@ -92,6 +95,7 @@ static const char *source_kind(int fd)
 			k = 4;
 		if (fd >= 0 && fd < NKIND)
 			kind_of[fd] = k;
+		errno = e;
 	}
 	return kinds[k];
 }

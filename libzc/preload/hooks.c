@@ -16,7 +16,8 @@
  *                  mapwrite's table of file mappings
  *
  * errno: a hook's post-processing may make system calls of its own; the
- * errno the program sees is always the one the real call left.
+ * errno the program sees is always the one the real call left (each
+ * helper saves and restores it around its own calls).
  *
  * Calls that glibc makes internally (fwrite's write, fclose's close, the
  * malloc's mmap) do not pass through here.  That is why every cache is
@@ -50,145 +51,100 @@ static size_t iov_total(const struct iovec *iov, int n)
 	return t;
 }
 
-/* The program's own write-type call, with mapwrite's chance first. */
-static ssize_t write_common(int fd, const struct iovec *iov, int iovcnt,
-			    bool sock, int flags, ssize_t (*real)(void *),
-			    void *arg)
+/*
+ * Every write-type hook: forward's count and mapwrite's chance before the
+ * call (true: mapwrite did it, *r is the result and errno is set), the
+ * pipe conversion's look after it.  Kept to direct calls and no errno
+ * traffic on the way through: the hooks sit on every write of every
+ * program, and each helper saves errno itself on its slow path only.
+ */
+static inline bool before_write(int fd, const struct iovec *iov, int iovcnt,
+				bool sock, int flags, ssize_t *r)
 {
-	ssize_t r;
-	int e = errno;
-
-	zcp_forward_write(iov, iovcnt);
-	errno = e;
-	if (zcp_map_any() &&
-	    zcp_mapwrite(fd, iov, iovcnt, sock, flags, &r)) {
-		e = errno;
-		if (!sock)
-			zcp_pipe_after_io(fd, iov_total(iov, iovcnt), r, true);
-		errno = e;
-		return r;
-	}
-	r = real(arg);
-	if (!sock) {
-		e = errno;
-		zcp_pipe_after_io(fd, iov_total(iov, iovcnt), r, true);
-		errno = e;
-	}
-	return r;
+	if (iovcnt > 0 && iov[0].iov_len >= ZCP_FORWARD_MIN_IO)
+		zcp_forward_write(iov, iovcnt);
+	return zcp_map_any() && zcp_mapwrite(fd, iov, iovcnt, sock, flags, r);
 }
 
-struct wargs {
-	int fd;
-	const void *buf;
-	size_t n;
-	const struct iovec *iov;
-	int iovcnt;
-	int flags;
-	const struct sockaddr *to;
-	socklen_t tolen;
-	const struct msghdr *msg;
-};
-
-static ssize_t real_write(void *p)
+static inline void after_write(int fd, size_t n, ssize_t r)
 {
-	struct wargs *a = p;
-
-	return zcp_real.write(a->fd, a->buf, a->n);
-}
-
-static ssize_t real_writev(void *p)
-{
-	struct wargs *a = p;
-
-	return zcp_real.writev(a->fd, a->iov, a->iovcnt);
-}
-
-static ssize_t real_send(void *p)
-{
-	struct wargs *a = p;
-
-	return zcp_real.send(a->fd, a->buf, a->n, a->flags);
-}
-
-static ssize_t real_sendto(void *p)
-{
-	struct wargs *a = p;
-
-	return zcp_real.sendto(a->fd, a->buf, a->n, a->flags, a->to, a->tolen);
-}
-
-static ssize_t real_sendmsg(void *p)
-{
-	struct wargs *a = p;
-
-	return zcp_real.sendmsg(a->fd, a->msg, a->flags);
+	if (n >= ZCP_PIPE_MIN_IO && zcp_pipe_worth(fd))
+		zcp_pipe_after_io(fd, n, r, true);
 }
 
 ZCP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	struct iovec iov = { (void *)buf, n };
-	struct wargs a = { .fd = fd, .buf = buf, .n = n };
+	ssize_t r;
 
 	zcp_init();
-	return write_common(fd, &iov, 1, false, 0, real_write, &a);
+	if (!before_write(fd, &iov, 1, false, 0, &r))
+		r = zcp_real.write(fd, buf, n);
+	after_write(fd, n, r);
+	return r;
 }
 
 ZCP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	struct wargs a = { .fd = fd, .iov = iov, .iovcnt = iovcnt };
+	ssize_t r;
 
 	zcp_init();
 	if (iovcnt < 0 || iovcnt > IOV_MAX)
 		return zcp_real.writev(fd, iov, iovcnt);
-	return write_common(fd, iov, iovcnt, false, 0, real_writev, &a);
+	if (!before_write(fd, iov, iovcnt, false, 0, &r))
+		r = zcp_real.writev(fd, iov, iovcnt);
+	after_write(fd, iov_total(iov, iovcnt), r);
+	return r;
 }
 
 ZCP_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
 	struct iovec iov = { (void *)buf, n };
-	struct wargs a = { .fd = fd, .buf = buf, .n = n, .flags = flags };
+	ssize_t r;
 
 	zcp_init();
-	return write_common(fd, &iov, 1, true, flags, real_send, &a);
+	if (!before_write(fd, &iov, 1, true, flags, &r))
+		r = zcp_real.send(fd, buf, n, flags);
+	return r;
 }
 
 ZCP_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 			  const struct sockaddr *to, socklen_t tolen)
 {
 	struct iovec iov = { (void *)buf, n };
-	struct wargs a = { .fd = fd, .buf = buf, .n = n, .flags = flags,
-			   .to = to, .tolen = tolen };
+	ssize_t r;
 
 	zcp_init();
-	if (to) /* an address: datagram-style, never ours */
-		return zcp_real.sendto(fd, buf, n, flags, to, tolen);
-	return write_common(fd, &iov, 1, true, flags, real_sendto, &a);
+	/* An address: datagram-style, never ours. */
+	if (to || !before_write(fd, &iov, 1, true, flags, &r))
+		r = zcp_real.sendto(fd, buf, n, flags, to, tolen);
+	return r;
 }
 
 ZCP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	struct wargs a = { .fd = fd, .msg = msg, .flags = flags };
+	ssize_t r;
 
 	zcp_init();
 	/* Addresses and ancillary data (descriptors, credentials) pass. */
 	if (!msg || msg->msg_name || msg->msg_controllen ||
-	    msg->msg_iovlen > IOV_MAX)
-		return zcp_real.sendmsg(fd, msg, flags);
-	return write_common(fd, msg->msg_iov, (int)msg->msg_iovlen, true,
-			    flags, real_sendmsg, &a);
+	    msg->msg_iovlen > IOV_MAX ||
+	    !before_write(fd, msg->msg_iov, (int)msg->msg_iovlen, true, flags,
+			  &r))
+		r = zcp_real.sendmsg(fd, msg, flags);
+	return r;
 }
 
 ZCP_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
 	ssize_t r;
-	int e;
 
 	zcp_init();
 	r = zcp_real.read(fd, buf, n);
-	e = errno;
-	zcp_pipe_after_io(fd, n, r, false);
-	zcp_forward_read(fd, buf, r);
-	errno = e;
+	if (n >= ZCP_PIPE_MIN_IO && zcp_pipe_worth(fd))
+		zcp_pipe_after_io(fd, n, r, false);
+	if (r >= ZCP_FORWARD_MIN_IO)
+		zcp_forward_read(fd, buf, r);
 	return r;
 }
 

@@ -86,7 +86,8 @@ struct map {
 
 static struct map maps[NMAP];
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
-static atomic_int nmaps;
+/* preload.h reads it (zcp_map_any): not static. */
+atomic_int zcp_nmaps;
 static size_t page_sz;
 
 /* /proc/self/maps and /proc/self/pagemap, opened lazily (our own fds). */
@@ -96,10 +97,6 @@ static atomic_bool no_query; /* PROCMAP_QUERY said ENOTTY */
 static const char R_CHANGE[] =
 	"source file can change (ZC_ENABLE=mapwrite converts it)";
 
-bool zcp_map_any(void)
-{
-	return atomic_load_explicit(&nmaps, memory_order_relaxed) != 0;
-}
 
 static size_t min_bytes(void)
 {
@@ -153,7 +150,7 @@ static void remove_locked(uintptr_t a, uintptr_t b)
 			zcp_fd_release(m->fd);
 		m->start = m->end = 0;
 		m->fd = -1;
-		atomic_fetch_sub(&nmaps, 1);
+		atomic_fetch_sub(&zcp_nmaps, 1);
 	}
 }
 
@@ -212,7 +209,7 @@ void zcp_map_added(void *addr, size_t len, int prot, int flags, int fd,
 		.shared = flags & MAP_SHARED,
 		.why = why,
 	};
-	atomic_fetch_add(&nmaps, 1);
+	atomic_fetch_add(&zcp_nmaps, 1);
 	pthread_rwlock_unlock(&lock);
 }
 

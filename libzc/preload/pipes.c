@@ -49,11 +49,10 @@
 
 #include "preload.h"
 
-#define FDMAX 65536
-#define MIN_IO 4096 /* smaller I/O never shows a full pipe */
+#define FDMAX ZCP_FDMAX
 
 /* State word: kind (2 bits) | grown (1) | reason (4) | capacity in pages. */
-enum { K_UNKNOWN, K_NOTPIPE, K_PIPE, K_DONE };
+enum { K_UNKNOWN, K_NOTPIPE = ZCP_PIPE_NOTPIPE, K_PIPE, K_DONE };
 #define KIND(w) ((w) & 3u)
 #define GROWN 4u
 #define REASON(w) (((w) >> 3) & 15u)
@@ -61,7 +60,8 @@ enum { K_UNKNOWN, K_NOTPIPE, K_PIPE, K_DONE };
 #define WORD(kind, grown, reason, pages) \
 	((kind) | ((grown) ? GROWN : 0) | ((reason) << 3) | ((pages) << 7))
 
-static _Atomic uint32_t state[FDMAX];
+/* preload.h reads it too (zcp_pipe_worth), so it is not static. */
+_Atomic uint32_t zcp_pipe_state[FDMAX];
 
 static const char *const reasons[] = {
 	"pipe never found full",
@@ -126,7 +126,7 @@ static size_t pow2_at_least(size_t n)
 static void set_state(int fd, uint32_t old, uint32_t w)
 {
 	/* A concurrent I/O on the same fd may have moved on: keep its word. */
-	atomic_compare_exchange_strong(&state[fd], &old, w);
+	atomic_compare_exchange_strong(&zcp_pipe_state[fd], &old, w);
 }
 
 static void done(int fd, uint32_t w, int reason)
@@ -173,19 +173,29 @@ static void grow(int fd, uint32_t w, size_t want)
 	zcp_converted(ZCP_PIPE, 0);
 }
 
+static void after_io(int fd, size_t asked, ssize_t got, bool is_write,
+		     uint32_t w);
+
 void zcp_pipe_after_io(int fd, size_t asked, ssize_t got, bool is_write)
 {
 	uint32_t w;
+	int e;
+
+	if (!zcp_pipe_worth(fd) || got <= 0 || !zcp_enabled(ZCP_PIPE))
+		return;
+	w = atomic_load_explicit(&zcp_pipe_state[fd], memory_order_relaxed);
+	e = errno; /* the program sees the real call's errno */
+	after_io(fd, asked, got, is_write, w);
+	errno = e;
+}
+
+static void after_io(int fd, size_t asked, ssize_t got, bool is_write,
+		     uint32_t w)
+{
 	size_t cap;
 	int c;
-
-	if (fd < 0 || fd >= FDMAX || got <= 0 || !zcp_enabled(ZCP_PIPE))
-		return;
-	w = atomic_load_explicit(&state[fd], memory_order_relaxed);
-	if (KIND(w) == K_NOTPIPE)
-		return;
 	if (KIND(w) == K_UNKNOWN) {
-		if (asked < MIN_IO || zcp_in_vfork_child())
+		if (asked < ZCP_PIPE_MIN_IO || zcp_in_vfork_child())
 			return;
 		limits();
 		c = fcntl(fd, F_GETPIPE_SZ);
@@ -199,7 +209,7 @@ void zcp_pipe_after_io(int fd, size_t asked, ssize_t got, bool is_write)
 		if (c < 0)
 			return;
 	}
-	if (asked < MIN_IO)
+	if (asked < ZCP_PIPE_MIN_IO)
 		return;
 	zcp_seen(ZCP_PIPE);
 	if (KIND(w) == K_DONE) {
@@ -227,7 +237,7 @@ pass:
 void zcp_pipe_forget(int fd)
 {
 	if (fd >= 0 && fd < FDMAX)
-		atomic_store_explicit(&state[fd], 0, memory_order_relaxed);
+		atomic_store_explicit(&zcp_pipe_state[fd], 0, memory_order_relaxed);
 }
 
 void zcp_pipe_atfork_child(void)

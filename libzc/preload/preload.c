@@ -53,8 +53,13 @@ static const char *const conv_names[ZCP_NCONV] = {
 	[ZCP_STDIO] = "stdio",
 };
 
+/* enum init_state; zcp_init() in preload.h reads it on every hook call. */
+atomic_int zcp_state;
+
+/* zcp_enabled() in preload.h: set once, before zcp_state becomes ready. */
+bool zcp_on[ZCP_NCONV];
+
 static struct {
-	atomic_int state;	/* enum init_state */
 	bool disabled[ZCP_NCONV];
 	bool optin[ZCP_NCONV];
 	bool stats;
@@ -268,35 +273,38 @@ static void atfork_child(void)
  * environ, and until it is read every conversion counts as off.
  */
 enum init_state { S_NONE, S_RESOLVING, S_SYMBOLS, S_CONFIGURING, S_READY };
+_Static_assert(S_READY == ZCP_STATE_READY, "preload.h's fast path");
 
 static void wait_past(int s)
 {
-	while (atomic_load(&cfg.state) == s)
+	while (atomic_load(&zcp_state) == s)
 		sched_yield(); /* another thread is at it (start-up only) */
 }
 
-void zcp_init(void)
+void zcp_init_slow(void)
 {
 	extern char **environ;
-	int s = atomic_load_explicit(&cfg.state, memory_order_acquire);
+	int s = atomic_load_explicit(&zcp_state, memory_order_acquire);
 
 	if (s == S_READY)
 		return;
 	if (s == S_NONE) {
-		if (atomic_compare_exchange_strong(&cfg.state, &s, S_RESOLVING)) {
+		if (atomic_compare_exchange_strong(&zcp_state, &s, S_RESOLVING)) {
 			resolve();
-			atomic_store(&cfg.state, S_SYMBOLS);
+			atomic_store(&zcp_state, S_SYMBOLS);
 		}
 	}
 	wait_past(S_RESOLVING);
 	s = S_SYMBOLS;
 	if (environ &&
-	    atomic_compare_exchange_strong(&cfg.state, &s, S_CONFIGURING)) {
+	    atomic_compare_exchange_strong(&zcp_state, &s, S_CONFIGURING)) {
 		load_config();
 		if (cfg.nofollow)
 			unfollow_environ();
 		zcp_atfork(atfork_prepare, atfork_parent, atfork_child);
-		atomic_store_explicit(&cfg.state, S_READY, memory_order_release);
+		for (int c = 0; c < ZCP_NCONV; c++)
+			zcp_on[c] = !cfg.disabled[c];
+		atomic_store_explicit(&zcp_state, S_READY, memory_order_release);
 	}
 	wait_past(S_CONFIGURING);
 }
@@ -304,7 +312,7 @@ void zcp_init(void)
 static bool ready(void)
 {
 	zcp_init();
-	return atomic_load_explicit(&cfg.state, memory_order_acquire) ==
+	return atomic_load_explicit(&zcp_state, memory_order_acquire) ==
 	       S_READY;
 }
 
@@ -314,11 +322,6 @@ __attribute__((constructor(101))) static void preload_ctor(void)
 
 	zcp_init();
 	errno = saved;
-}
-
-bool zcp_enabled(enum zcp_conv c)
-{
-	return ready() && c < ZCP_NCONV && !cfg.disabled[c];
 }
 
 bool zcp_optin(enum zcp_conv c)
@@ -344,7 +347,7 @@ static void report(bool at_exec)
 {
 	int saved = errno;
 
-	if (atomic_load(&cfg.state) != S_READY || zcp_in_vfork_child())
+	if (atomic_load(&zcp_state) != S_READY || zcp_in_vfork_child())
 		goto out;
 	if (!cfg.stats && !cfg.stats_file[0])
 		goto out;

@@ -55,10 +55,27 @@ const char *zcp_conv_name(enum zcp_conv c);
  * and cheap after the first call; every hook calls it first because libc
  * (or another library's constructor) may call a hook before ours ran.
  */
-void zcp_init(void);
+void zcp_init_slow(void);
+extern _Atomic int zcp_state;
+#define ZCP_STATE_READY 4 /* preload.c: enum init_state */
 
-/* Is conversion c switched on (not in ZC_DISABLE)? */
-bool zcp_enabled(enum zcp_conv c);
+static inline void zcp_init(void)
+{
+	if (__builtin_expect(__atomic_load_n(&zcp_state, __ATOMIC_ACQUIRE) !=
+			     ZCP_STATE_READY, 0))
+		zcp_init_slow();
+}
+
+/*
+ * Is conversion c switched on (not in ZC_DISABLE)?  False until the
+ * configuration is read.  Inline: it is asked on every hooked call.
+ */
+extern bool zcp_on[ZCP_NCONV];
+
+static inline bool zcp_enabled(enum zcp_conv c)
+{
+	return zcp_on[c];
+}
 
 /*
  * Did the user opt in (ZC_ENABLE=name) to the cases of conversion c that
@@ -129,11 +146,32 @@ extern struct zcp_real zcp_real;
 /* ------------------------------------------------------------------ */
 /* Hand-offs from hooks.c to the conversions.                          */
 
-/* pipes.c */
+/*
+ * pipes.c; smaller I/O never shows a full pipe and is not looked at.  The
+ * per-descriptor state is read inline so that the hooks skip descriptors
+ * known not to be pipes without a call.
+ */
+#define ZCP_PIPE_MIN_IO 4096
+#define ZCP_FDMAX 65536
+#define ZCP_PIPE_NOTPIPE 1
+extern _Atomic uint32_t zcp_pipe_state[ZCP_FDMAX];
+
+static inline bool zcp_pipe_worth(int fd)
+{
+	return (unsigned)fd < ZCP_FDMAX &&
+	       (__atomic_load_n(&zcp_pipe_state[fd], __ATOMIC_RELAXED) & 3) !=
+		       ZCP_PIPE_NOTPIPE;
+}
+
 void zcp_pipe_after_io(int fd, size_t asked, ssize_t got, bool is_write);
 void zcp_pipe_forget(int fd);
 
-/* forward.c: an observer (see there for why nothing is converted). */
+/*
+ * forward.c: an observer (see there for why nothing is converted).  As
+ * mapwrite's minimum: below it even a free conversion would hardly pay,
+ * and counting a 4 KiB read/write loop would cost it measurably.
+ */
+#define ZCP_FORWARD_MIN_IO 65536
 void zcp_forward_read(int fd, const void *buf, ssize_t got);
 void zcp_forward_write(const struct iovec *iov, int iovcnt);
 void zcp_forward_forget(int fd);
@@ -142,7 +180,12 @@ void zcp_forward_forget(int fd);
 void zcp_map_added(void *addr, size_t len, int prot, int flags, int fd,
 		   off_t off);
 void zcp_map_removed(void *addr, size_t len);
-bool zcp_map_any(void);
+extern _Atomic int zcp_nmaps;
+
+static inline bool zcp_map_any(void)
+{
+	return __atomic_load_n(&zcp_nmaps, __ATOMIC_RELAXED) != 0;
+}
 /* true: the call was converted and *ret (and errno) hold its result. */
 bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
 		  int flags, ssize_t *ret);

@@ -658,6 +658,7 @@ static const char *want(const char *mode, char out[8])
 {
 	const char *why, *m;
 
+	zcp_init();
 	if (!zcp_enabled(ZCP_STDIO))
 		return NULL;
 	zcp_seen(ZCP_STDIO);
