@@ -69,6 +69,20 @@ else
 	fi
 fi
 
+# On the KASAN flavour the checkers must really be on: KASAN, lockdep.
+if [ "$flavour" = kasan ]; then
+	for what in 'KernelAddressSanitizer initialized' \
+		    'Lock dependency validator'; do
+		if dmesg | grep -q "$what"; then
+			echo "PASS kasan-flavour: $what"
+			pass=$((pass + 1))
+		else
+			echo "FAIL kasan-flavour: no '$what' in dmesg"
+			fail=$((fail + 1))
+		fi
+	done
+fi
+
 if dmesg | grep -qE 'BUG|Oops|WARNING:|general protection|Call Trace'; then
 	echo "FAIL kernel-log: BUG/Oops/WARNING in dmesg"
 	dmesg | tail -60

@@ -4,7 +4,7 @@
 # cases (b)-(e) interleaved (the ratios against (b)), then each cs case once
 # more alone, with the kernel's counters of bytes moved by reference and by
 # copy read around it.  TCG timings are only indicative.
-bytes=${ZC_IPC_BYTES:-64M}
+bytes=${ZC_IPC_BYTES:-256M}
 runs=${ZC_IPC_RUNS:-5}
 zc=/sys/kernel/zc
 
