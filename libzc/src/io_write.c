@@ -46,11 +46,15 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -191,6 +195,50 @@ static ssize_t write_vmsplice_run(const struct wstate *w, zc_agg *agg,
 	return r;
 }
 
+/*
+ * AF_UNIX before Linux 6.5.  sendfile to a UNIX stream socket goes through
+ * its ->sendpage(), which in those kernels appends pages to the peer's
+ * last queued skb without checking for send-buffer room: a socket that
+ * write(2) finds full still takes the data, so a non-blocking writer never
+ * sees EAGAIN and a blocking one never waits (nor gets EINTR) -- no
+ * backpressure at all.  6.5 replaced sendpage with MSG_SPLICE_PAGES, which
+ * waits like write.  On the older kernels we ask poll() first, as write
+ * would wait: not writable is -EAGAIN (non-blocking) or a wait that a
+ * signal ends with -EINTR (blocking).  One sendfile may still overshoot by
+ * what fits in the tail skb; that is bounded.  Debian 12's kernel is 6.1.
+ */
+static pthread_once_t unix_quirk_once = PTHREAD_ONCE_INIT;
+static bool unix_quirk;
+
+static void unix_quirk_probe(void)
+{
+	struct utsname u;
+	unsigned major, minor;
+
+	unix_quirk = uname(&u) != 0 ||
+		     sscanf(u.release, "%u.%u", &major, &minor) != 2 ||
+		     major < 6 || (major == 6 && minor < 5);
+}
+
+static int unix_room(const struct wstate *w)
+{
+	struct pollfd p = { .fd = w->fd, .events = POLLOUT };
+	int r;
+
+	if (w->kind != ZC_FD_UNIX)
+		return 0;
+	pthread_once(&unix_quirk_once, unix_quirk_probe);
+	if (!unix_quirk)
+		return 0;
+	r = poll(&p, 1, w->nonblock ? 0 : -1);
+	zc_stat_call();
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return -EAGAIN;
+	return 0;	/* writable, or an error the sendfile will report */
+}
+
 static ssize_t write_sendfile_buf(const struct wstate *w,
 				  const struct zc_slice_int *s, size_t *want)
 {
@@ -199,6 +247,9 @@ static ssize_t write_sendfile_buf(const struct wstate *w,
 	ssize_t r;
 
 	*want = min_size(s->len, ZC_CALL_MAX);
+	r = unix_room(w);
+	if (r)
+		return r;
 	zc_buf_mark_kref(buf);	/* the socket queue will hold its pages */
 	r = sendfile(w->fd, buf->pool->fd, &off, *want);
 	zc_stat_call();
@@ -305,6 +356,9 @@ static ssize_t write_file_slice(const struct wstate *w, zc_agg *agg,
 	switch (w->kind) {
 	case ZC_FD_TCP:
 	case ZC_FD_UNIX:
+		err = unix_room(w);
+		if (err)
+			return err;
 		r = sendfile(w->fd, f->fd, &off, len);
 		break;
 	case ZC_FD_PIPE:
