@@ -33,6 +33,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../helpers/fnv.h"
+
 static int failed;
 
 #define CHECK(cond, ...)                                               \
@@ -51,15 +53,6 @@ static void die(const char *what)
 	exit(2);
 }
 
-static uint64_t fnv(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *c = p;
-
-	while (n--)
-		h = (h ^ *c++) * 0x100000001b3ull;
-	return h;
-}
-#define FNV0 0xcbf29ce484222325ull
 
 struct src {
 	const char *p;

@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../helpers/fnv.h"
+
 static void die(const char *what)
 {
 	perror(what);
@@ -37,17 +39,6 @@ static FILE *xfopen(const char *p, const char *m)
 	return f;
 }
 
-/* FNV-1a, enough to tell transcripts apart. */
-static uint64_t fnv(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *c = p;
-
-	while (n--)
-		h = (h ^ *c++) * 0x100000001b3ull;
-	return h;
-}
-
-#define FNV0 0xcbf29ce484222325ull
 
 /* ftell/fseek/fgetpos/ungetc/rewind/SEEK_END, each result printed. */
 static int mode_seek(const char *path)
