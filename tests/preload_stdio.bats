@@ -98,6 +98,18 @@ each_file() {
 	each_file cut -d/ -f2
 }
 
+@test "stats count the bytes a mapped stream served, also after fflush (cut)" {
+	local f="$DATA/t1048579.nl" size
+	size=$(stat -c %s "$f")
+	# cut's fclose (gnulib) fflush()es first, which empties the get area.
+	ZC_STATS=1 LD_PRELOAD="$PRELOAD" cut -c1-5 "$f" 2> "$BATS_TEST_TMPDIR/err" > /dev/null
+	run awk '$2 == "stdio" { print $3, $4, $5 }' "$BATS_TEST_TMPDIR/err"
+	[ "$output" = "1 1 $size" ]
+	ZC_STATS=1 LD_PRELOAD="$PRELOAD" sed -n '$p' "$f" 2> "$BATS_TEST_TMPDIR/err" > /dev/null
+	run awk '$2 == "stdio" { print $5 }' "$BATS_TEST_TMPDIR/err"
+	[ "$output" = "$size" ]
+}
+
 @test "uniq (freopen on stdin) reads every size the same" {
 	each_file uniq
 	same uniq -c "$DATA/dups.nl"

@@ -209,11 +209,23 @@ static void wait_handlers(void)
 		sched_yield();
 }
 
-/* Bytes a converted stream served from its mapping (its read position). */
+/*
+ * Bytes a converted stream served from its mapping (its read position).
+ * fflush() on a mapped stream (_IO_file_sync_mmap) moves the position to
+ * _offset and empties the get area, as gnulib's fclose() wrapper does
+ * before every fclose (cut, sort, ...): then _offset is the position.
+ */
 static uint64_t served(FILE *fp)
 {
+	size_t maplen;
+
 	if (VTABLE(fp) != mmap_vt || !fp->_IO_buf_base)
 		return 0;
+	maplen = fp->_IO_buf_end - fp->_IO_buf_base;
+	if (fp->_IO_read_ptr == fp->_IO_read_end &&
+	    fp->_IO_read_ptr == fp->_IO_read_base && fp->_offset > 0)
+		return (uint64_t)fp->_offset < maplen ? (uint64_t)fp->_offset
+						      : maplen;
 	if (fp->_IO_read_ptr < fp->_IO_buf_base ||
 	    fp->_IO_read_ptr > fp->_IO_buf_end)
 		return 0; /* in the ungetc backup area */
