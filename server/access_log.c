@@ -28,34 +28,33 @@
 
 struct access_log {
 	int fd;
-	bool own_fd;
 	size_t len;
 	char buf[LOG_BUF];
 };
 
-int access_log_open(const char *path, struct access_log **out)
+int access_log_open_fd(const char *path)
+{
+	int fd;
+
+	if (strcmp(path, "-") == 0)
+		fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	else
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+			  0644);
+	return fd < 0 ? -errno : fd;
+}
+
+int access_log_adopt(int fd, struct access_log **out)
 {
 	struct access_log *l;
 
 	*out = NULL;
-	if (!path)
+	if (fd < 0)
 		return 0;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	if (strcmp(path, "-") == 0) {
-		l->fd = STDOUT_FILENO;
-	} else {
-		l->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-			     0644);
-		l->own_fd = true;
-		if (l->fd < 0) {
-			int err = -errno;
-
-			free(l);
-			return err;
-		}
-	}
+	l->fd = fd;
 	*out = l;
 	return 0;
 }
@@ -83,8 +82,7 @@ void access_log_close(struct access_log *l)
 	if (!l)
 		return;
 	access_log_flush(l);
-	if (l->own_fd)
-		close(l->fd);
+	close(l->fd);
 	free(l);
 }
 

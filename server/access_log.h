@@ -9,9 +9,13 @@
 
 struct access_log;
 
-/* Open `path` for appending ("-" = standard output).  NULL path: logging
- * off, and every call below is a no-op. */
-int access_log_open(const char *path, struct access_log **out);
+/* Open `path` for appending ("-" = a duplicate of standard output): a
+ * descriptor or a negative errno.  The master does this before it drops
+ * privileges, so a log only root may write still works under --user. */
+int access_log_open_fd(const char *path);
+/* Take over fd (from access_log_open_fd; closed by access_log_close).
+ * fd < 0: logging off, and every call below is a no-op. */
+int access_log_adopt(int fd, struct access_log **out);
 /* One line; req NULL for a request that could not be parsed. */
 void access_log_request(struct access_log *log,
 			const struct sockaddr_storage *peer,

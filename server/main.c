@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "access_log.h"
 #include "listen.h"
 #include "options.h"
 #include "stats.h"
@@ -41,6 +42,7 @@ struct master {
 	int argc;
 	char **argv;
 	int rootfd;
+	int logfd;			/* access log, or -1 */
 	int nworkers;
 	int lfds[ZCHTTPD_MAX_WORKERS];
 	pid_t pids[ZCHTTPD_MAX_WORKERS];	/* current generation */
@@ -79,6 +81,7 @@ static pid_t spawn(struct master *m, int i)
 	w->index = i;
 	w->lfd = m->lfds[i];
 	w->rootfd = m->rootfd;
+	w->logfd = m->logfd;
 	w->stats = slot;
 	w->all_stats = m->stats;
 	w->nworkers = m->nworkers;
@@ -113,6 +116,21 @@ static int drop_privileges(const char *user)
 		return -1;
 	}
 	return 0;
+}
+
+/* The master opens the log, as it does the root and the sockets, so that
+ * workers under --user can append to a file only root may write. */
+static int open_log(const char *path)
+{
+	int fd;
+
+	if (!path)
+		return -1;
+	fd = access_log_open_fd(path);
+	if (fd < 0)
+		fprintf(stderr, "zchttpd: --access-log %s: %s\n", path,
+			strerror(-fd));
+	return fd;
 }
 
 static void remember_old(struct master *m, pid_t pid)
@@ -161,7 +179,7 @@ static bool any_alive(const struct master *m)
 static void reload(struct master *m)
 {
 	struct options o;
-	int fd;
+	int fd, logfd;
 
 	if (options_parse(&o, m->argc, m->argv) || o.help || o.version) {
 		fprintf(stderr, "zchttpd: reload refused: bad options\n");
@@ -180,8 +198,29 @@ static void reload(struct master *m)
 		options_free(&o);
 		return;
 	}
+	logfd = open_log(o.cfg.access_log);
+	/* Reopening lets a reload follow a rotated log.  Where that is no
+	 * longer allowed (--user) the same log goes on in the same file. */
+	if (o.cfg.access_log && logfd < 0 && m->logfd >= 0 &&
+	    m->opt.cfg.access_log &&
+	    !strcmp(o.cfg.access_log, m->opt.cfg.access_log)) {
+		logfd = fcntl(m->logfd, F_DUPFD_CLOEXEC, 3);
+		if (logfd >= 0)
+			fprintf(stderr, "zchttpd: keeping the access log "
+				"open since start\n");
+	}
+	if (o.cfg.access_log && logfd < 0) {
+		fprintf(stderr, "zchttpd: reload refused\n");
+		close(fd);
+		options_free(&o);
+		return;
+	}
 	close(m->rootfd);
 	m->rootfd = fd;
+	/* The old generation keeps its own copy until it exits. */
+	if (m->logfd >= 0)
+		close(m->logfd);
+	m->logfd = logfd;
 	options_free(&m->opt);
 	m->opt = o;
 	for (int i = 0; i < m->nworkers; i++) {
@@ -270,6 +309,9 @@ int main(int argc, char **argv)
 	}
 	m.rootfd = open_root(m.opt.cfg.root);
 	if (m.rootfd < 0)
+		return 1;
+	m.logfd = open_log(m.opt.cfg.access_log);
+	if (m.opt.cfg.access_log && m.logfd < 0)
 		return 1;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	m.nworkers = m.opt.cfg.workers ? m.opt.cfg.workers

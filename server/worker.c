@@ -157,12 +157,9 @@ int worker_run(struct worker *w)
 		if (err)
 			return err;
 	}
-	err = access_log_open(cfg->access_log, &w->log);
-	if (err) {
-		fprintf(stderr, "zchttpd: access log %s: %s\n", cfg->access_log,
-			strerror(-err));
+	err = access_log_adopt(w->logfd, &w->log);
+	if (err)
 		return err;
-	}
 	if ((err = ev_add(w->loop, w->sigfd, EPOLLIN, on_signal, w)) ||
 	    (err = ev_add(w->loop, w->lfd, EPOLLIN, on_accept, w)))
 		return err;

@@ -4,8 +4,8 @@
 
 #include "zchttpd.h"
 
-/* Run until stopped; w->cfg, lfd, rootfd, stats, all_stats, nworkers and
- * index are set by the master.  Returns 0 or a negative errno. */
+/* Run until stopped; w->cfg, lfd, rootfd, logfd, stats, all_stats,
+ * nworkers and index are set by the master.  Returns 0 or a negative errno. */
 int worker_run(struct worker *w);
 
 #endif

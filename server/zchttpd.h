@@ -76,6 +76,7 @@ struct worker {
 	struct worker_stats *stats;	/* this worker's slot */
 	struct stats_area *all_stats;	/* every process's slot (stats.h) */
 	int nworkers;
+	int logfd;			/* from the master; -1: no log */
 	struct access_log *log;
 	struct cache *cache;
 	struct diskio *diskio;		/* helper threads, or NULL */
