@@ -405,3 +405,127 @@ assert a["zero_copy"]["bytes_by_reference"] + a["zero_copy"]["bytes_copied"] >= 
        b["zero_copy"]["bytes_by_reference"] + b["zero_copy"]["bytes_copied"]
 PY
 }
+
+@test "a client that stops reading is cut off after --send-timeout" {
+	teardown
+	head -c 33554432 /dev/urandom > "$ROOT/huge.bin"
+	start_server --workers 1 --send-timeout 700
+	python3 - "$PORT" <<'PY'
+import json, socket, sys, time, urllib.request
+port = int(sys.argv[1])
+size = 33554432
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", port))
+s.sendall(b"GET /huge.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+time.sleep(2.5)  # read nothing for more than three send timeouts
+st = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/.zc/status"))
+assert st["connections"]["timeouts"] >= 1, st["connections"]
+# Left open: at most the status request's own connection.
+assert st["connections"]["open"] <= 1, st["connections"]
+got = 0
+s.settimeout(5)  # a connection still open fails here (socket.timeout)
+try:
+    while True:
+        b = s.recv(1 << 20)
+        if not b:
+            break
+        got += len(b)
+except ConnectionResetError:
+    pass
+assert 0 < got < size, got  # what the kernel held, not the 32 MiB
+PY
+	# Everyone else is still served.
+	[ "$(curl -s "$URL/small.txt")" = "small file" ]
+}
+
+@test "--max-conns: one connection over the limit is closed unanswered, then room again" {
+	teardown
+	start_server --workers 1 --max-conns 2
+	python3 - "$PORT" <<'PY'
+import json, socket, sys, time, urllib.request
+port = int(sys.argv[1])
+REQ = b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+
+def ask(s):
+    s.settimeout(5)
+    s.sendall(REQ)
+    data = b""
+    while not data.endswith(b"small file\n"):
+        b = s.recv(4096)
+        if not b:
+            raise EOFError(data)
+        data += b
+    assert data.startswith(b"HTTP/1.1 200 "), data
+    return data
+
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+for s in held:
+    ask(s)  # both accepted, answered, kept alive
+extra = socket.create_connection(("127.0.0.1", port))
+try:
+    ask(extra)
+    raise AssertionError("a third connection was served over --max-conns 2")
+except (EOFError, ConnectionResetError):
+    pass
+extra.close()
+held[0].close()
+deadline = time.time() + 5
+while True:  # room again once the server has seen the close
+    s = socket.create_connection(("127.0.0.1", port))
+    try:
+        ask(s)
+        break
+    except (EOFError, ConnectionResetError):
+        assert time.time() < deadline, "no room after a held connection closed"
+        time.sleep(0.05)
+    finally:
+        s.close()
+held[1].close()
+time.sleep(0.3)
+st = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/.zc/status"))
+assert st["connections"]["refused"] >= 1, st["connections"]
+PY
+}
+
+@test "--user drops every id after binding; a log only root may write still works" {
+	teardown
+	if [ "$(id -u)" != 0 ]; then
+		# Not root: dropping is impossible and says so.
+		run "$ZCHTTPD" --root "$ROOT" --listen "127.0.0.1:$(free_port)" --user nobody
+		[ "$status" -eq 1 ]; [[ "$output" == *"--user nobody: Operation not permitted"* ]]
+		return 0
+	fi
+	run "$ZCHTTPD" --root "$ROOT" --listen "127.0.0.1:$(free_port)" --user no-such-user-zc
+	[ "$status" -eq 1 ]; [[ "$output" == *"--user no-such-user-zc: no such user"* ]]
+	# A docroot nobody can read, and a log in a directory only root may write.
+	PUB=$(mktemp -d /tmp/zc-user.XXXXXX)
+	LOGDIR=$(mktemp -d /tmp/zc-log.XXXXXX)
+	chmod 755 "$PUB"
+	echo 'for nobody' > "$PUB/a.txt"; chmod 644 "$PUB/a.txt"
+	echo 'root only' > "$PUB/secret.txt"; chmod 600 "$PUB/secret.txt"
+	[ "$(stat -c '%a %U' "$LOGDIR")" = "700 root" ]
+	ROOT="$PUB" start_server --user nobody --access-log "$LOGDIR/access.log"
+	[ "$(curl -s "$URL/a.txt")" = "for nobody" ]
+	[ "$(code "$URL/secret.txt")" = 403 ]
+	uid=$(id -u nobody); gid=$(id -g nobody)
+	for p in $PID $(pgrep -P "$PID"); do
+		grep -q "^Uid:	$uid	$uid	$uid	$uid$" "/proc/$p/status"
+		grep -q "^Gid:	$gid	$gid	$gid	$gid$" "/proc/$p/status"
+		grep -Eq "^Groups:[[:space:]]*$" "/proc/$p/status"
+	done
+	[ "$(pgrep -P "$PID" | wc -l)" -eq 2 ]
+	# A reload cannot reopen the root-only log as nobody: it keeps it.
+	kill -HUP "$PID"
+	for _ in $(seq 100); do
+		grep -q reloaded "$BATS_TEST_TMPDIR/server.err" && break
+		sleep 0.05
+	done
+	grep -q "keeping the access log open since start" "$BATS_TEST_TMPDIR/server.err"
+	[ "$(curl -s "$URL/a.txt?after-reload")" = "for nobody" ]
+	stop_server
+	grep -q '"GET /a.txt HTTP/1.1" 200' "$LOGDIR/access.log"
+	grep -q '"GET /a.txt?after-reload HTTP/1.1" 200' "$LOGDIR/access.log"
+	[ "$(stat -c %U "$LOGDIR/access.log")" = root ]
+	rm -rf "$PUB" "$LOGDIR"
+}
