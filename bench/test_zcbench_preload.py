@@ -321,3 +321,24 @@ def test_preload_quick_smoke(tmp_path):
     assert sed["stdio_converted"] >= 1, sed   # sed's file went through mapped stdio
     summary = json.loads(p.stdout)["summary"]
     assert [s["workload"] for s in summary] == ["dd-pipe", "sed", "null-4k", "pingpong"]
+
+
+def test_resident_fraction_and_rewarm(tmp_path):
+    """mincore says how much of a file is cached; rewarm reads it all in."""
+    f = tmp_path / "input.bin"
+    f.write_bytes(os.urandom(3 * 4096 + 100))
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # clean pages can be dropped
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    assert preload.resident_fraction(str(f)) < 1.0
+    preload.rewarm(str(f))
+    assert preload.resident_fraction(str(f)) == 1.0
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert preload.resident_fraction(str(empty)) == 1.0
+    assert preload.workload_inputs("dd-pipe", {"dd": "/x"}) == ("/x",)
+    assert preload.workload_inputs("cut", {"text": "/t"}) == ("/t",)
+    assert preload.workload_inputs("null-4k", {"dd": "/x"}) == ()

@@ -20,7 +20,7 @@ from .preload_stats import CONVERSIONS
 from .report import write_csv
 
 RAW_FIELDS = (["run", "workload", "mode", "unit", "rate", "seconds", "cpu_s", "mbytes_per_s",
-               "requests", "errors", "server_cpu_us_per_req", "processes"] +
+               "requests", "errors", "server_cpu_us_per_req", "processes", "cached_before"] +
               [f"{c}_{k}" for c in CONVERSIONS for k in ("seen", "converted", "bytes")])
 SUMMARY_FIELDS = ["workload", "class", "unit", "runs", "plain_median", "preload_median", "ratio",
                   "ratio_min", "ratio_max", "bar", "meets"] + \
