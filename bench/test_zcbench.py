@@ -242,12 +242,28 @@ def test_cpu_per_request_medians_ratio_and_table():
 
 
 def test_cpu_seconds_of_this_process_grows():
-    from zcbench_lib import static
-    t0 = static.cpu_seconds([os.getpid()])
+    from zcbench_lib import cpu
+    t0 = cpu.cpu_seconds([os.getpid()])
     x = 0
-    while static.cpu_seconds([os.getpid()]) - t0 < 0.05:
+    while cpu.cpu_seconds([os.getpid()]) - t0 < 0.05:
         x += sum(range(1000))
-    assert static.cpu_seconds([os.getpid(), 2 ** 22 + 7]) >= t0 + 0.05   # a gone pid counts 0
+    assert cpu.cpu_seconds([os.getpid(), 2 ** 22 + 7]) >= t0 + 0.05   # a gone pid counts 0
+
+
+def test_children_cpu_seconds_counts_a_finished_child():
+    from zcbench_lib import cpu
+    t0 = cpu.children_cpu_seconds()
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.2: pass"], check=True)
+    assert cpu.children_cpu_seconds() - t0 >= 0.19
+
+
+def test_wrk_client_cpu_util_is_cpu_over_duration():
+    r = wrk.WrkResult(duration_s=4.0)
+    assert r.client_cpu_util is None                 # not measured
+    r.client_cpu_s = 3.0
+    assert r.client_cpu_util == 0.75
+    assert wrk.WrkResult(duration_s=0.0, client_cpu_s=1.0).client_cpu_util is None
 
 
 def test_pinning_split_leaves_the_client_a_core():

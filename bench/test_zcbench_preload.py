@@ -166,6 +166,24 @@ def test_table_shows_every_figure_and_misses():
     assert "pipe 2/3, forward 9/10 (9.0 MB)" in dd
     null = next(x for x in lines if x.startswith("| null-4k |"))
     assert null.endswith("| nothing |")
+    assert "server CPU" not in text             # no server workload measured its CPU
+
+
+def test_table_shows_server_and_wrk_cpu_of_server_workloads():
+    rows = ROWS + [row(1, "apache", "plain", 2000.0, server_cpu_us_per_req=400.0, client_cpu_util=0.9),
+                   row(1, "apache", "preload", 2400.0, server_cpu_us_per_req=300.0, client_cpu_util=0.99),
+                   row(2, "apache", "plain", 2100.0, server_cpu_us_per_req=420.0, client_cpu_util=0.92),
+                   row(2, "apache", "preload", 2500.0, server_cpu_us_per_req=320.0, client_cpu_util=0.97)]
+    s = preload_report.summarize(rows, preload.BARS, preload.CLASSES, order=list(preload.WORKLOADS))
+    apache = s[0]
+    assert apache["plain_server_cpu_us"] == pytest.approx(410.0)
+    assert apache["preload_client_cpu"] == pytest.approx(0.98)
+    assert s[1]["plain_server_cpu_us"] is None and s[1]["plain_client_cpu"] is None
+    lines = preload_report.table(s).splitlines()
+    cpu = [x for x in lines if x.startswith("| apache |")]
+    assert len(cpu) == 2                      # the results line and the CPU line
+    assert cpu[1] == "| apache | 410.0 | 310.0 | 1.32 | 0.91 | 0.98 |"
+    assert not any(x.startswith("| dd-pipe |") and x.count("|") == 7 for x in lines)
 
 
 def test_fired_rounding():

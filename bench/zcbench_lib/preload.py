@@ -35,7 +35,6 @@ and dd-pipe, >= 1.1 on the stdio readers, and no workload below 0.97.
 """
 import hashlib
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -43,7 +42,8 @@ import tempfile
 import time
 
 from . import build_dir, pinning, preload_apache, preload_pingpong, preload_stats, wrk
-from .static import cpu_seconds, machine_note, verify_bodies
+from .cpu import children_cpu_seconds, cpu_seconds
+from .static import machine_note, verify_bodies
 
 MODES = ("plain", "preload")
 WORKLOADS = ("apache", "apache-defaults", "dd-pipe", "sed", "cut", "null-4k", "pingpong")
@@ -191,20 +191,15 @@ def rewarm(path):
 
 # -- one measurement -------------------------------------------------------
 
-def _children_cpu():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def timed(argv, env, timeout_s=600, stdout=subprocess.DEVNULL):
     """Run argv to completion; (wall seconds, child CPU seconds, stdout bytes).
     A non-zero exit is an error: a failing program measures nothing."""
-    cpu0 = _children_cpu()
+    cpu0 = children_cpu_seconds()
     t0 = time.perf_counter()
     p = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
                        stderr=subprocess.PIPE, timeout=timeout_s)
     wall = time.perf_counter() - t0
-    cpu = _children_cpu() - cpu0
+    cpu = children_cpu_seconds() - cpu0
     if p.returncode != 0:
         raise PreloadBenchError(f"exit {p.returncode}: {' '.join(argv)}\n"
                                 f"{p.stderr.decode(errors='replace')[-2000:]}")
@@ -266,6 +261,7 @@ def measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus, clie
     return {"seconds": res.duration_s, "rate": res.requests_per_s, "mbytes_per_s": res.bytes_per_s / 1e6,
             "requests": res.requests, "errors": res.errors,
             "server_cpu_us_per_req": (cpu1 - cpu0) * 1e6 / res.requests,
+            "client_cpu_util": res.client_cpu_util,
             "command": " ".join(srv.cmdline)}
 
 

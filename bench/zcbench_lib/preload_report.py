@@ -20,10 +20,15 @@ from .preload_stats import CONVERSIONS
 from .report import write_csv
 
 RAW_FIELDS = (["run", "workload", "mode", "unit", "rate", "seconds", "cpu_s", "mbytes_per_s",
-               "requests", "errors", "server_cpu_us_per_req", "processes", "cached_before"] +
+               "requests", "errors", "server_cpu_us_per_req", "client_cpu_util", "processes",
+               "cached_before"] +
               [f"{c}_{k}" for c in CONVERSIONS for k in ("seen", "converted", "bytes")])
+# Server workloads (Apache): the server's CPU per request and wrk's CPU use
+# (1.0 = one core), medians per mode.  wrk near 1.0 means the client, not
+# the server, limits requests/s: the preload can only lower the server side.
+CPU_FIELDS = [f"{m}_{k}" for k in ("server_cpu_us", "client_cpu") for m in ("plain", "preload")]
 SUMMARY_FIELDS = ["workload", "class", "unit", "runs", "plain_median", "preload_median", "ratio",
-                  "ratio_min", "ratio_max", "bar", "meets"] + \
+                  "ratio_min", "ratio_max", "bar", "meets"] + CPU_FIELDS + \
                  [f"{c}_converted_per_run" for c in CONVERSIONS] + \
                  [f"{c}_seen_per_run" for c in CONVERSIONS] + \
                  [f"{c}_mbytes_per_run" for c in CONVERSIONS]
@@ -57,6 +62,10 @@ def summarize(rows, bars, classes=None, order=None):
              "ratio_runs": ratio_runs, "ratio_min": min(ratio_runs) if ratio_runs else None,
              "ratio_max": max(ratio_runs) if ratio_runs else None, "bar": bar,
              "meets": (ratio >= bar) if ratio is not None and bar is not None else None}
+        for m in ("plain", "preload"):
+            for key, field in (("server_cpu_us", "server_cpu_us_per_req"), ("client_cpu", "client_cpu_util")):
+                xs = [r[field] for r in by_mode[m].values() if r.get(field) is not None]
+                s[f"{m}_{key}"] = statistics.median(xs) if xs else None
         prs = list(by_mode["preload"].values())
         for c in CONVERSIONS:
             for key, field, scale in (("converted_per_run", "converted", 1), ("seen_per_run", "seen", 1),
@@ -105,7 +114,30 @@ def table(summary):
         out.append("| " + " | ".join([
             s["workload"], s["class"], s["unit"], _rate(s["plain_median"]), _rate(s["preload_median"]),
             ratio, f">= {s['bar']:.2f}" if s["bar"] is not None else "-", verdict, fired(s)]) + " |")
-    return "\n".join(out)
+    return "\n".join(out + cpu_table(summary))
+
+
+def cpu_table(summary):
+    """Lines of the CPU table for the workloads with a server (none: [])."""
+    rows = [s for s in summary if s.get("plain_server_cpu_us") is not None
+            or s.get("preload_server_cpu_us") is not None]
+    if not rows:
+        return []
+    head = ["workload", "server CPU us/req without", "with preload", "without/with",
+            "wrk CPU without", "wrk CPU with"]
+    out = ["", "Server workloads: server CPU time per request and wrk's CPU use (1.00 = one core"
+           " busy: the client, not the server, limits requests/s).", "",
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in rows:
+        a, b = s.get("plain_server_cpu_us"), s.get("preload_server_cpu_us")
+        out.append("| " + " | ".join([
+            s["workload"], _num(a, ".1f"), _num(b, ".1f"), _num(a / b if a and b else None, ".2f"),
+            _num(s.get("plain_client_cpu"), ".2f"), _num(s.get("preload_client_cpu"), ".2f")]) + " |")
+    return out
+
+
+def _num(x, fmt):
+    return "-" if x is None else format(x, fmt)
 
 
 def write_all(out_dir, meta, rows, summary):

@@ -17,7 +17,6 @@ run (server_conns), which shows that wrk really reconnected.
 import hashlib
 import http.client
 import os
-import resource
 import shutil
 import sys
 import tempfile
@@ -25,6 +24,7 @@ import time
 
 from . import docroot as dr
 from . import pinning, report, servers, wrk
+from .cpu import cpu_seconds
 
 DEFAULT_SIZES = "500,1k,2k,5k,10k,20k,50k,100k,200k"
 MODES = ("keepalive", "close")
@@ -55,25 +55,6 @@ def _conns_total(srv):
         return None
 
 
-def cpu_seconds(pids):
-    """User + system CPU time of the processes `pids` (all their threads),
-    from /proc/PID/stat; processes that are gone count 0."""
-    ticks = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])    # utime, stime
-        except (OSError, IndexError, ValueError):
-            pass
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _children_cpu():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def run_one(srv, path, mode, connections, duration_s, client_cpus=None):
     """One wrk run against srv; a result row (without run/size fields).
 
@@ -83,10 +64,10 @@ def run_one(srv, path, mode, connections, duration_s, client_cpus=None):
     CPU cost per request is the fairer comparison of the servers."""
     before = _conns_total(srv)
     pids = srv.pids()
-    cpu0, wcpu0 = cpu_seconds(pids), _children_cpu()
+    cpu0 = cpu_seconds(pids)
     res = wrk.run(srv.url(path), connections, duration_s, threads=1, close=(mode == "close"),
                   cpus=client_cpus)
-    cpu1, wcpu1 = cpu_seconds(pids), _children_cpu()
+    cpu1 = cpu_seconds(pids)
     after = _conns_total(srv)
     row = {
         "requests": res.requests, "duration_s": res.duration_s,
@@ -98,7 +79,7 @@ def run_one(srv, path, mode, connections, duration_s, client_cpus=None):
         # request's own connection (the "before" one was counted before it).
         "server_conns": (after - before - 1) if before is not None and after is not None else None,
         "server_cpu_us_per_req": (cpu1 - cpu0) * 1e6 / res.requests if res.requests else None,
-        "client_cpu_util": (wcpu1 - wcpu0) / res.duration_s if res.duration_s else None,
+        "client_cpu_util": res.client_cpu_util,
     }
     return row
 

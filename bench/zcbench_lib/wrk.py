@@ -71,6 +71,15 @@ class WrkResult:
     errors_write: int = 0
     errors_timeout: int = 0
     non_2xx_3xx: int = 0         # wrk: responses with status > 399
+    client_cpu_s: float = None   # wrk's own CPU time (run() measures it)
+
+    @property
+    def client_cpu_util(self):
+        """wrk's CPU use over the run, 1.0 = one core busy: near 1.0 the
+        client, not the server, limits the rate."""
+        if self.client_cpu_s is None or not self.duration_s:
+            return None
+        return self.client_cpu_s / self.duration_s
 
     @property
     def socket_errors(self):
@@ -180,7 +189,9 @@ def find_wrk():
 def run(url, connections, duration_s, threads=1, close=False, latency=True, cpus=None):
     """Run wrk once (pinned to cpus if given); a parsed WrkResult (raw stdout in .raw)."""
     from . import pinning
+    from .cpu import children_cpu_seconds
     argv = command(url, connections, duration_s, threads, close, latency, wrk=find_wrk())
+    cpu0 = children_cpu_seconds()
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 30,
                            preexec_fn=pinning.preexec(cpus))
@@ -190,4 +201,5 @@ def run(url, connections, duration_s, threads=1, close=False, latency=True, cpus
         raise WrkError(f"wrk exited {p.returncode}: {' '.join(argv)}\n{p.stdout}{p.stderr}")
     r = parse(p.stdout)
     r.raw = p.stdout
+    r.client_cpu_s = children_cpu_seconds() - cpu0
     return r

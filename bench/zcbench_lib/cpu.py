@@ -1,0 +1,29 @@
+"""CPU time accounting shared by the benchmarks: the CPU time of running
+processes (servers) and of finished children (wrk, the measured commands).
+
+Who limits a loopback benchmark matters as much as its rate: a client at
+one full core caps requests/s whatever the server does, so every benchmark
+records both sides' CPU beside the rate."""
+import os
+import resource
+
+
+def cpu_seconds(pids):
+    """User + system CPU time of the processes `pids` (all their threads),
+    from /proc/PID/stat; processes that are gone count 0."""
+    ticks = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])    # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds():
+    """User + system CPU time of this process's waited-for children so far:
+    the difference around a subprocess.run is that child's CPU time."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
