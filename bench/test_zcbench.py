@@ -239,6 +239,13 @@ def test_cpu_per_request_medians_ratio_and_table():
     assert r[("h2o", "close")] == pytest.approx(33.0 / 11.0)
     text = report.table(summary, ratios, ["zchttpd", "nginx", "h2o"])
     assert "| 1k | 11.0 | 22.0 | 33.0 | 0.97 | 0.97 | 0.97 | 2.00 | 3.00 |" in text
+    assert "waits" not in text                  # rows from before wrk's waits were counted
+    for r in rows:
+        r["client_waits_per_req"] = {"zchttpd": 0.01, "nginx": 0.4, "h2o": 0.2}[r["server"]]
+    summary, ratios = report.summarize(rows)
+    text = report.table(summary, ratios, ["zchttpd", "nginx", "h2o"])
+    assert "| wrk waits/req (zchttpd) |" in text
+    assert "| 1k | 11.0 | 22.0 | 33.0 | 0.97 | 0.97 | 0.97 | 0.01 | 0.40 | 0.20 | 2.00 | 3.00 |" in text
 
 
 def test_cpu_seconds_of_this_process_grows():
@@ -258,12 +265,21 @@ def test_children_cpu_seconds_counts_a_finished_child():
     assert cpu.children_cpu_seconds() - t0 >= 0.19
 
 
+def test_children_waits_counts_a_sleeping_child():
+    from zcbench_lib import cpu
+    w0 = cpu.children_waits()
+    subprocess.run([sys.executable, "-c", "import time\nfor _ in range(5): time.sleep(0.01)"], check=True)
+    assert cpu.children_waits() - w0 >= 5
+
+
 def test_wrk_client_cpu_util_is_cpu_over_duration():
     r = wrk.WrkResult(duration_s=4.0)
     assert r.client_cpu_util is None                 # not measured
     r.client_cpu_s = 3.0
     assert r.client_cpu_util == 0.75
     assert wrk.WrkResult(duration_s=0.0, client_cpu_s=1.0).client_cpu_util is None
+    assert wrk.WrkResult(requests=200, client_waits=50).client_waits_per_req == 0.25
+    assert wrk.WrkResult(requests=0, client_waits=5).client_waits_per_req is None
 
 
 def test_pinning_split_leaves_the_client_a_core():

@@ -27,3 +27,11 @@ def children_cpu_seconds():
     the difference around a subprocess.run is that child's CPU time."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
+
+
+def children_waits():
+    """Voluntary context switches of this process's waited-for children so
+    far.  Around a wrk run, per request: how often the client found nothing
+    to do and slept until a server answered.  Near 0 the client never waits,
+    so it, not the server, sets the rate."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw

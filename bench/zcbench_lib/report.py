@@ -8,8 +8,9 @@ each peer's median, plus the per-run ratios (zchttpd and the peer measured
 back to back in the same run): on a shared machine their spread shows how
 far the median ratio can be trusted.
 
-Rows may carry "server_cpu_us_per_req" (the server's CPU time per request)
-and "client_cpu_util" (wrk's CPU use, 1.0 = one core).  With wrk and the
+Rows may carry "server_cpu_us_per_req" (the server's CPU time per request),
+"client_cpu_util" (wrk's CPU use, 1.0 = one core) and "client_waits_per_req"
+(how often wrk slept waiting for an answer, per response).  With wrk and the
 server on the same two cores, wrk near 1.0 means the client caps requests/s,
 so the servers' CPU cost per request is reported beside the throughput:
 cpu_ratio = peer's cost / zchttpd's cost (> 1: zchttpd is cheaper).
@@ -24,7 +25,7 @@ from .docroot import size_label
 RAW_FIELDS = ["run", "size", "size_label", "mode", "server", "requests", "duration_s",
               "requests_per_s", "mbytes_per_s", "latency_p50_ms", "latency_p99_ms",
               "errors", "socket_errors", "non_2xx_3xx", "server_conns",
-              "server_cpu_us_per_req", "client_cpu_util"]
+              "server_cpu_us_per_req", "client_cpu_util", "client_waits_per_req"]
 
 
 def _median_of(rs, key):
@@ -49,6 +50,7 @@ def summarize(rows, reference="zchttpd"):
             "errors": sum(r["errors"] for r in rs),
             "cpu_us_per_req_median": _median_of(rs, "server_cpu_us_per_req"),
             "client_cpu_util_median": _median_of(rs, "client_cpu_util"),
+            "client_waits_per_req_median": _median_of(rs, "client_waits_per_req"),
         })
     med = {(s["size"], s["mode"], s["server"]): s for s in summary}
     ratios = []
@@ -155,11 +157,14 @@ def cpu_table(summary, ratios, servers):
 
     out = []
     for mode in sorted({s["mode"] for s in summary}, key=lambda m: (m != "keepalive", m)):
+        waits = any(s.get("client_waits_per_req_median") is not None for s in summary if s["mode"] == mode)
         head = (["size"] + [f"{s} CPU us/req" for s in servers] +
-                [f"wrk CPU ({s})" for s in servers])
+                [f"wrk CPU ({s})" for s in servers] +
+                ([f"wrk waits/req ({s})" for s in servers] if waits else []))
         if "zchttpd" in servers:
             head += [f"{p}/zchttpd CPU" for p in peers]
-        out.append(f"**{mode}: server CPU per request** (wrk CPU: 1.00 = one core busy)\n")
+        out.append(f"**{mode}: server CPU per request** (wrk CPU: 1.00 = one core busy"
+                   + ("; wrk waits: times wrk slept for an answer, per response" if waits else "") + ")\n")
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
         for size in sorted({s["size"] for s in summary if s["mode"] == mode}):
@@ -167,6 +172,8 @@ def cpu_table(summary, ratios, servers):
             row = [med.get((size, mode, s), {}) for s in servers]
             cells = [label] + [num(r.get("cpu_us_per_req_median"), ".1f") for r in row]
             cells += [num(r.get("client_cpu_util_median"), ".2f") for r in row]
+            if waits:
+                cells += [num(r.get("client_waits_per_req_median"), ".2f") for r in row]
             if "zchttpd" in servers:
                 cells += [num(rat.get((size, mode, p), {}).get("cpu_ratio"), ".2f") for p in peers]
             out.append("| " + " | ".join(cells) + " |")

@@ -80,6 +80,7 @@ def run_one(srv, path, mode, connections, duration_s, client_cpus=None):
         "server_conns": (after - before - 1) if before is not None and after is not None else None,
         "server_cpu_us_per_req": (cpu1 - cpu0) * 1e6 / res.requests if res.requests else None,
         "client_cpu_util": res.client_cpu_util,
+        "client_waits_per_req": res.client_waits_per_req,
     }
     return row
 

@@ -72,6 +72,7 @@ class WrkResult:
     errors_timeout: int = 0
     non_2xx_3xx: int = 0         # wrk: responses with status > 399
     client_cpu_s: float = None   # wrk's own CPU time (run() measures it)
+    client_waits: int = None     # wrk's voluntary context switches (run())
 
     @property
     def client_cpu_util(self):
@@ -80,6 +81,14 @@ class WrkResult:
         if self.client_cpu_s is None or not self.duration_s:
             return None
         return self.client_cpu_s / self.duration_s
+
+    @property
+    def client_waits_per_req(self):
+        """How often wrk slept waiting for an answer, per response: about 0
+        means the server always had one ready, the client is the limit."""
+        if self.client_waits is None or not self.requests:
+            return None
+        return self.client_waits / self.requests
 
     @property
     def socket_errors(self):
@@ -189,9 +198,9 @@ def find_wrk():
 def run(url, connections, duration_s, threads=1, close=False, latency=True, cpus=None):
     """Run wrk once (pinned to cpus if given); a parsed WrkResult (raw stdout in .raw)."""
     from . import pinning
-    from .cpu import children_cpu_seconds
+    from .cpu import children_cpu_seconds, children_waits
     argv = command(url, connections, duration_s, threads, close, latency, wrk=find_wrk())
-    cpu0 = children_cpu_seconds()
+    cpu0, waits0 = children_cpu_seconds(), children_waits()
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 30,
                            preexec_fn=pinning.preexec(cpus))
@@ -202,4 +211,5 @@ def run(url, connections, duration_s, threads=1, close=False, latency=True, cpus
     r = parse(p.stdout)
     r.raw = p.stdout
     r.client_cpu_s = children_cpu_seconds() - cpu0
+    r.client_waits = children_waits() - waits0
     return r
