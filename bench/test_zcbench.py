@@ -206,6 +206,37 @@ def test_summarize_medians_and_ratios():
     assert len(ratios) == 4
 
 
+def test_pool_pairs_runs_of_several_results():
+    first = _rows()                      # zchttpd/h2o per run: 1.25, 1.571, 0.9
+    second = [dict(r) for r in _rows() if r["run"] == 1]
+    for r in second:                     # one more pair: 100 / 125 = 0.8
+        if r["server"] == "h2o":
+            r["requests_per_s"] = 125.0
+    pooled = report.pool([first, second])
+    assert [(p["mode"], p["peer"]) for p in pooled] == [
+        ("keepalive", "h2o"), ("keepalive", "nginx"), ("close", "h2o"), ("close", "nginx")]
+    h2o = pooled[0]
+    assert h2o["runs"] == 4 and h2o["below_1"] == 2
+    assert h2o["ratio_median"] == pytest.approx((100 / 80 + 90 / 100) / 2)
+    assert h2o["ratio_min"] == pytest.approx(0.8) and h2o["ratio_max"] == pytest.approx(110 / 70)
+    text = report.pool_table(pooled)
+    assert "| keepalive | 1k | h2o | 4 | 1.07 (0.80-1.57) | 2 |" in text
+
+
+def test_zcbench_pool_command(tmp_path):
+    for i, rows in enumerate((_rows(), _rows())):
+        d = tmp_path / f"r{i}"
+        d.mkdir()
+        (d / "results.json").write_text(json.dumps({"meta": {}, "runs": rows}))
+    p = subprocess.run([sys.executable, str(ZCBENCH), "pool", str(tmp_path / "r0"), str(tmp_path / "r1")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "| keepalive | 1k | nginx | 6 | 1.83 (1.64-2.00) | 0 |" in p.stdout
+    p = subprocess.run([sys.executable, str(ZCBENCH), "pool", str(tmp_path / "missing")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "no readable results.json" in p.stderr
+
+
 def test_report_files_table_and_plots(tmp_path):
     rows = _rows()
     summary, ratios = report.summarize(rows)

@@ -95,6 +95,13 @@ def build_parser():
     rp.add_argument("dir", help="a `zcbench static` --out directory")
     rp.add_argument("--out", default=None, help="where to write (default: DIR)")
 
+    po = sub.add_parser(
+        "pool", help="pool the per-run ratios of several `zcbench static` results",
+        description="Read DIR/results.json of each DIR and print, per mode, size and peer, "
+                    "the median and range of every paired run's zchttpd/peer ratio and how "
+                    "many were below 1.0.")
+    po.add_argument("dirs", nargs="+", metavar="DIR", help="`zcbench static` --out directories")
+
     sc = sub.add_parser(
         "syscalls", help="system calls per request of each server (strace -c on its worker)",
         description="Attach strace -c to each server's worker during a wrk run and print "
@@ -126,7 +133,7 @@ def build_parser():
     ld.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     from .preload_cli import add_parser as add_preload_parser
     pre = add_preload_parser(sub, _list, _duration, _positive)
-    p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc, "preload": pre}
+    p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc, "pool": po, "preload": pre}
     return p
 
 
@@ -194,6 +201,25 @@ def cmd_report(a):
     return 0
 
 
+def cmd_pool(a):
+    from . import report
+    row_sets = []
+    for d in a.dirs:
+        try:
+            with open(os.path.join(d, "results.json")) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"zcbench: {d}: no readable results.json ({e})", file=sys.stderr)
+            return 1
+        if data.get("meta", {}).get("benchmark") == "preload":
+            print(f"zcbench: {d}: a `zcbench preload` result; pool takes `zcbench static` ones",
+                  file=sys.stderr)
+            return 1
+        row_sets.append(data["runs"])
+    print(report.pool_table(report.pool(row_sets)))
+    return 0
+
+
 def cmd_syscalls(a):
     from . import syscalls
     res = syscalls.run(a, lambda m: print(f"zcbench syscalls: {m}", file=sys.stderr, flush=True))
@@ -238,6 +264,8 @@ def main(argv=None):
             return cmd_report(a)
         if a.cmd == "syscalls":
             return cmd_syscalls(a)
+        if a.cmd == "pool":
+            return cmd_pool(a)
         if a.cmd == "preload":
             from . import preload_cli
             return preload_cli.cmd_preload(a)

@@ -74,6 +74,39 @@ def summarize(rows, reference="zchttpd"):
     return summary, ratios
 
 
+def pool(row_sets, reference="zchttpd"):
+    """Pool the per-run ratios of several results (each a list of rows):
+    [{mode, size, size_label, peer, runs, ratio_median, below_1}], sorted.
+    A run pairs the reference and a peer measured back to back; pooling the
+    pairs of several sessions says more about a point than any one session's
+    median when the per-run spread is as wide as the difference sought."""
+    pooled = {}
+    for rows in row_sets:
+        _, ratios = summarize(rows, reference)
+        for r in ratios:
+            key = (r["mode"] != "keepalive", r["mode"], r["size"], r["peer"])
+            entry = pooled.setdefault(key, {"mode": r["mode"], "size": r["size"],
+                                            "size_label": r["size_label"], "peer": r["peer"], "xs": []})
+            entry["xs"].extend(r["rps_ratio_runs"])
+    out = []
+    for _, e in sorted(pooled.items()):
+        xs = e.pop("xs")
+        if xs:
+            out.append({**e, "runs": len(xs), "ratio_median": statistics.median(xs),
+                        "ratio_min": min(xs), "ratio_max": max(xs), "below_1": sum(x < 1.0 for x in xs)})
+    return out
+
+
+def pool_table(pooled, reference="zchttpd"):
+    """Markdown: one line per (mode, size, peer) of pool()."""
+    head = ["mode", "size", "peer", "paired runs", f"{reference}/peer median (range)", "runs below 1.0"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in pooled:
+        out.append(f"| {p['mode']} | {p['size_label']} | {p['peer']} | {p['runs']} | "
+                   f"{p['ratio_median']:.2f} ({p['ratio_min']:.2f}-{p['ratio_max']:.2f}) | {p['below_1']} |")
+    return "\n".join(out)
+
+
 def write_csv(path, rows, fields):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
