@@ -179,13 +179,20 @@ def cmd_static(a):
     return 1 if problems else 0
 
 
+def _load_result(d):
+    """DIR/results.json of a zcbench result, or None (said on stderr)."""
+    try:
+        with open(os.path.join(d, "results.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"zcbench: {d}: no readable results.json ({e})", file=sys.stderr)
+        return None
+
+
 def cmd_report(a):
     from . import report
-    try:
-        with open(os.path.join(a.dir, "results.json")) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"zcbench: {a.dir}: no readable results.json ({e})", file=sys.stderr)
+    data = _load_result(a.dir)
+    if data is None:
         return 1
     out = a.out or a.dir
     if data.get("meta", {}).get("benchmark") == "preload":
@@ -205,11 +212,8 @@ def cmd_pool(a):
     from . import report
     row_sets = []
     for d in a.dirs:
-        try:
-            with open(os.path.join(d, "results.json")) as f:
-                data = json.load(f)
-        except (OSError, ValueError) as e:
-            print(f"zcbench: {d}: no readable results.json ({e})", file=sys.stderr)
+        data = _load_result(d)
+        if data is None:
             return 1
         if data.get("meta", {}).get("benchmark") == "preload":
             print(f"zcbench: {d}: a `zcbench preload` result; pool takes `zcbench static` ones",

@@ -17,7 +17,7 @@ import os
 import statistics
 
 from .preload_stats import CONVERSIONS
-from .report import write_csv
+from .report import median_of, num, write_csv
 
 RAW_FIELDS = (["run", "workload", "mode", "unit", "rate", "seconds", "cpu_s", "mbytes_per_s",
                "requests", "errors", "server_cpu_us_per_req", "client_cpu_util", "processes",
@@ -64,8 +64,7 @@ def summarize(rows, bars, classes=None, order=None):
              "meets": (ratio >= bar) if ratio is not None and bar is not None else None}
         for m in ("plain", "preload"):
             for key, field in (("server_cpu_us", "server_cpu_us_per_req"), ("client_cpu", "client_cpu_util")):
-                xs = [r[field] for r in by_mode[m].values() if r.get(field) is not None]
-                s[f"{m}_{key}"] = statistics.median(xs) if xs else None
+                s[f"{m}_{key}"] = median_of(by_mode[m].values(), field)
         prs = list(by_mode["preload"].values())
         for c in CONVERSIONS:
             for key, field, scale in (("converted_per_run", "converted", 1), ("seen_per_run", "seen", 1),
@@ -131,13 +130,9 @@ def cpu_table(summary):
     for s in rows:
         a, b = s.get("plain_server_cpu_us"), s.get("preload_server_cpu_us")
         out.append("| " + " | ".join([
-            s["workload"], _num(a, ".1f"), _num(b, ".1f"), _num(a / b if a and b else None, ".2f"),
-            _num(s.get("plain_client_cpu"), ".2f"), _num(s.get("preload_client_cpu"), ".2f")]) + " |")
+            s["workload"], num(a, ".1f"), num(b, ".1f"), num(a / b if a and b else None, ".2f"),
+            num(s.get("plain_client_cpu"), ".2f"), num(s.get("preload_client_cpu"), ".2f")]) + " |")
     return out
-
-
-def _num(x, fmt):
-    return "-" if x is None else format(x, fmt)
 
 
 def write_all(out_dir, meta, rows, summary):

@@ -28,9 +28,15 @@ RAW_FIELDS = ["run", "size", "size_label", "mode", "server", "requests", "durati
               "server_cpu_us_per_req", "client_cpu_util", "client_waits_per_req"]
 
 
-def _median_of(rs, key):
+def median_of(rs, key):
+    """Median of the rows' `key` where present; None when no row has it."""
     xs = [r[key] for r in rs if r.get(key) is not None]
     return statistics.median(xs) if xs else None
+
+
+def num(x, fmt):
+    """x formatted, or "-" for a figure that was not measured."""
+    return "-" if x is None else format(x, fmt)
 
 
 def summarize(rows, reference="zchttpd"):
@@ -48,9 +54,9 @@ def summarize(rows, reference="zchttpd"):
             "runs": len(rs), "rps_median": statistics.median(rps), "rps_min": min(rps),
             "rps_max": max(rps), "mbytes_per_s_median": statistics.median(mbps),
             "errors": sum(r["errors"] for r in rs),
-            "cpu_us_per_req_median": _median_of(rs, "server_cpu_us_per_req"),
-            "client_cpu_util_median": _median_of(rs, "client_cpu_util"),
-            "client_waits_per_req_median": _median_of(rs, "client_waits_per_req"),
+            "cpu_us_per_req_median": median_of(rs, "server_cpu_us_per_req"),
+            "client_cpu_util_median": median_of(rs, "client_cpu_util"),
+            "client_waits_per_req_median": median_of(rs, "client_waits_per_req"),
         })
     med = {(s["size"], s["mode"], s["server"]): s for s in summary}
     ratios = []
@@ -184,9 +190,6 @@ def cpu_table(summary, ratios, servers):
     med = {(s["size"], s["mode"], s["server"]): s for s in summary}
     rat = {(r["size"], r["mode"], r["peer"]): r for r in ratios}
     peers = [p for p in servers if p != "zchttpd"]
-
-    def num(x, fmt):
-        return format(x, fmt) if x is not None else "-"
 
     out = []
     for mode in sorted({s["mode"] for s in summary}, key=lambda m: (m != "keepalive", m)):
