@@ -148,6 +148,12 @@ struct zc_file_version {
 int zc_file_open(const char *path, zc_file **out);
 /* Wrap an open regular file (the descriptor is duplicated). */
 int zc_file_from_fd(int fd, zc_file **out);
+/* Wrap an open regular file and take over its descriptor (no dup): on
+ * success the file owns fd and closes it on its last release; on failure
+ * fd stays the caller's.  `st` is the fstat the caller just made of fd
+ * (its version is taken from it, no fstat here), or NULL to fstat now. */
+struct stat;
+int zc_file_adopt(int fd, const struct stat *st, zc_file **out);
 /* 0 if the file still has the version it was opened with; -ESTALE if it was
  * truncated, written, or replaced; other negative errno on failure. */
 int zc_file_check(zc_file *file);

@@ -29,33 +29,36 @@ static void version_of(const struct stat *st, struct zc_file_version *v)
 		      st->st_ctim.tv_nsec;
 }
 
-/* Takes ownership of fd (closed on failure). */
-static int file_wrap(int fd, const char *path, zc_file **out)
+/* A file for fd as st describes it; fd stays the caller's on failure. */
+static int file_new(int fd, const struct stat *st, const char *path,
+		    zc_file **out)
 {
-	struct stat st;
 	zc_file *f;
-	int err;
 
-	if (fstat(fd, &st) < 0) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	}
+	if (!S_ISREG(st->st_mode))
+		return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
 	f = calloc(1, sizeof(*f));
 	if (!f || (path && !(f->path = strdup(path)))) {
 		free(f);
-		close(fd);
 		return -ENOMEM;
 	}
 	atomic_init(&f->refs, 1);
 	f->fd = fd;
-	version_of(&st, &f->v);
+	version_of(st, &f->v);
 	*out = f;
 	return 0;
+}
+
+/* Takes ownership of fd (closed on failure). */
+static int file_wrap(int fd, const char *path, zc_file **out)
+{
+	struct stat st;
+	int err;
+
+	err = fstat(fd, &st) < 0 ? -errno : file_new(fd, &st, path, out);
+	if (err)
+		close(fd);
+	return err;
 }
 
 int zc_file_open(const char *path, zc_file **out)
@@ -86,6 +89,23 @@ int zc_file_from_fd(int fd, zc_file **out)
 	if (dup < 0)
 		return -errno;
 	return file_wrap(dup, NULL, out);
+}
+
+int zc_file_adopt(int fd, const struct stat *st, zc_file **out)
+{
+	struct stat own;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (fd < 0)
+		return -EBADF;
+	if (!st) {
+		if (fstat(fd, &own) < 0)
+			return -errno;
+		st = &own;
+	}
+	return file_new(fd, st, NULL, out);
 }
 
 static bool same_version(const struct zc_file_version *a,

@@ -106,6 +106,54 @@ static void test_replaced_and_deleted(void **state)
 	zc_file_release(g);
 }
 
+/* zc_file_adopt takes the descriptor itself (no dup) and the caller's
+ * stat (no fstat): the version is the one the caller saw, and a file
+ * changed since is stale at the first check.  On failure the descriptor
+ * stays open and the caller's. */
+static void test_adopt(void **state)
+{
+	char p[128];
+	struct zc_file_version v;
+	struct stat st;
+	zc_file *f;
+	int fd;
+
+	(void)state;
+	make("adopt", "0123456789", p);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(zc_file_adopt(fd, &st, &f), 0);
+	assert_int_equal(zc_file_fd(f), fd);
+	zc_file_version(f, &v);
+	assert_int_equal(v.size, 10);
+	assert_int_equal(v.ino, (uint64_t)st.st_ino);
+	assert_int_equal(zc_file_check(f), 0);
+	tick();
+	make("adopt", "changed", p);	/* O_TRUNC: same inode, new size */
+	assert_int_equal(zc_file_check(f), -ESTALE);
+	zc_file_release(f);
+	assert_int_equal(fcntl(fd, F_GETFD), -1);	/* closed with it */
+	assert_int_equal(errno, EBADF);
+
+	/* Without a stat it takes its own. */
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	assert_int_equal(zc_file_adopt(fd, NULL, &f), 0);
+	assert_int_equal(zc_file_size(f), 7);
+	zc_file_release(f);
+
+	/* Not a regular file: refused, fd untouched. */
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_int_equal(fstat(fd, &st), 0);
+	f = (zc_file *)1;
+	assert_int_equal(zc_file_adopt(fd, &st, &f), -EINVAL);
+	assert_null(f);
+	assert_true(fcntl(fd, F_GETFD) >= 0);
+	close(fd);
+	assert_int_equal(zc_file_adopt(-1, NULL, &f), -EBADF);
+	assert_int_equal(zc_file_adopt(0, NULL, NULL), -EINVAL);
+}
+
 static void test_bad_args(void **state)
 {
 	zc_file *f = (zc_file *)1;
@@ -144,6 +192,7 @@ int main(void)
 		cmocka_unit_test(test_unchanged),
 		cmocka_unit_test(test_truncated_written),
 		cmocka_unit_test(test_replaced_and_deleted),
+		cmocka_unit_test(test_adopt),
 		cmocka_unit_test(test_bad_args),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
