@@ -212,11 +212,10 @@ static zc_buf *read_body(struct cache *c, zc_file *f, size_t size)
 		}
 		got += (size_t)n;
 	}
-	/* Written while we read?  Then these bytes may be a mix. */
-	if (zc_file_check(f)) {
-		zc_buf_release(b);
-		return NULL;
-	}
+	/* A file rewritten while we read it may leave a mix here: its mtime
+	 * changed, so the revalidation after ttl_ms drops the entry -- the
+	 * same window in which a large file is sent as it is now.  No second
+	 * fstat per miss to shorten it. */
 	zc_buf_publish(b, size);
 	return b;
 }
@@ -237,7 +236,8 @@ static void prebuild_head(struct cache_entry *e)
 }
 
 static struct cache_entry *entry_new(const char *key, const char *fs_path,
-				     int fd, uint64_t now_ms)
+				     int fd, const struct stat *st,
+				     uint64_t now_ms)
 {
 	struct cache_entry *e = calloc(1, sizeof(*e));
 
@@ -247,7 +247,7 @@ static struct cache_entry *entry_new(const char *key, const char *fs_path,
 	e->refs = 1;	/* the caller's */
 	e->key = strdup(key);
 	e->fs_path = strdup(fs_path);
-	if (!e->key || !e->fs_path || zc_file_from_fd(fd, &e->file)) {
+	if (!e->key || !e->fs_path || zc_file_adopt(fd, st, &e->file)) {
 		entry_free(e);
 		return NULL;
 	}
@@ -264,9 +264,10 @@ static struct cache_entry *entry_new(const char *key, const char *fs_path,
 }
 
 struct cache_entry *cache_prepare(struct cache *c, const char *key,
-				  const char *fs_path, int fd, uint64_t now_ms)
+				  const char *fs_path, int fd,
+				  const struct stat *st, uint64_t now_ms)
 {
-	struct cache_entry *e = entry_new(key, fs_path, fd, now_ms);
+	struct cache_entry *e = entry_new(key, fs_path, fd, st, now_ms);
 
 	if (e && e->v.size > 0 && (uint64_t)e->v.size <= c->cfg.small_max)
 		e->body = read_body(c, e->file, (size_t)e->v.size);
@@ -298,15 +299,6 @@ struct cache_entry *cache_admit(struct cache *c, struct cache_entry *e)
 	c->st.entries++;
 	c->st.bytes += charge;
 	return e;
-}
-
-struct cache_entry *cache_get_file(struct cache *c, const char *key,
-				   const char *fs_path, int fd,
-				   uint64_t now_ms)
-{
-	struct cache_entry *e = cache_prepare(c, key, fs_path, fd, now_ms);
-
-	return e ? cache_admit(c, e) : NULL;
 }
 
 void cache_put(struct cache *c, struct cache_entry *e)

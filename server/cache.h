@@ -25,6 +25,8 @@
 #include "http_parser.h"
 #include "zc.h"
 
+struct stat;
+
 /* Room for the prebuilt headers: the longest MIME type in mime.c plus
  * fixed-size validators and a 20-digit length fit with margin. */
 #define CACHE_HEAD_MAX 320
@@ -78,24 +80,23 @@ void cache_destroy(struct cache *c);
 struct cache_entry *cache_lookup(struct cache *c, const char *key,
 				 uint64_t now_ms);
 
-/* An entry for an open regular file (fd is duplicated, not taken), with a
- * reference for the caller.  Small files are read into a pool buffer now.
- * The entry is admitted to the cache if the budget allows; otherwise it is
- * a private entry that lives as long as its references.  NULL only when
- * out of memory. */
-struct cache_entry *cache_get_file(struct cache *c, const char *key,
-				   const char *fs_path, int fd,
-				   uint64_t now_ms);
 void cache_put(struct cache *c, struct cache_entry *e);
 
-/* cache_get_file in two halves, for helper threads: cache_prepare does the
- * blocking part (stat, reading a small body) and is safe on any thread (it
- * touches only the cache's pool, which locks); cache_admit, on the loop
- * thread, puts the prepared entry into the cache. */
+/*
+ * A new entry in two halves, for helper threads.  cache_prepare does the
+ * blocking part and is safe on any thread (it touches only the cache's
+ * pool, which locks): it takes an open regular file and the fstat its
+ * opener just made -- the entry owns the descriptor from then on, and the
+ * file is not stat'ed again -- and reads a small body into a pool buffer.
+ * NULL only when out of memory (fd is then still the caller's).
+ * cache_admit, on the loop thread, puts the prepared entry into the cache
+ * if the budget allows; otherwise it stays a private entry that lives as
+ * long as its references.
+ */
 struct cache_entry *cache_prepare(struct cache *c, const char *key,
-				  const char *fs_path, int fd, uint64_t now_ms);
+				  const char *fs_path, int fd,
+				  const struct stat *st, uint64_t now_ms);
 struct cache_entry *cache_admit(struct cache *c, struct cache_entry *e);
-
 /* A response in flight uses e: keep it (and out of eviction) until
  * cache_unpin. */
 void cache_pin(struct cache *c, struct cache_entry *e);

@@ -14,11 +14,14 @@
  *            the rest; EPOLLOUT resumes it; the send timer runs while the
  *            client does not read.  No new request is parsed while output
  *            is pending beyond a small limit (backpressure for pipelining).
- *   WAITING  the request needs the disk (a cache miss): a helper thread
- *            opens and prepares the file (diskio.h) while the loop serves
- *            others; the connection neither reads nor parses meanwhile,
- *            and when the job is done the same request is answered again,
- *            now from its result.
+ *   WAITING  a request waits in its handler (request.h): a cache miss
+ *            for a helper thread that opens and reads the file (diskio.h),
+ *            a FastCGI request for its backend.  The request keeps its
+ *            parsed head; the connection parses nothing more meanwhile
+ *            (pipelined requests wait their turn) and reads only when the
+ *            handler asks for input (a request body).  A handler that
+ *            streams its response moves the connection between WAITING and
+ *            WRITING as output comes and goes.
  *   LINGER   after an error response: our side is shut down for writing
  *            and the client's remaining input is read and dropped for a
  *            moment, so that unread input does not turn our close into a
@@ -40,6 +43,9 @@
 
 #include "access_log.h"
 #include "cache.h"
+#include "conn.h"
+#include "handlers.h"
+#include "request.h"
 #include "respond.h"
 #include "zchttpd.h"
 
@@ -50,9 +56,10 @@
 
 enum conn_state { C_IDLE, C_READING, C_WRITING, C_WAITING, C_LINGER };
 
-struct conn {
-	struct conn *prev, *next;	/* worker's list */
-	struct worker *w;
+struct zh_conn {
+	struct zh_conn *prev, *next;	/* worker's list */
+	struct zh_conn *post_prev, *post_next;	/* worker's posted list */
+	struct zh_worker *w;
 	int fd;
 	zc_sink sink;			/* fd, probed once for iol_write */
 	enum conn_state state;
@@ -66,8 +73,14 @@ struct conn {
 					 * close via LINGER, not at once */
 	uint32_t events;		/* epoll mask registered */
 	bool in_epoll;			/* registered at all (see conn_new) */
-	struct disk_job *pending;	/* helper job we wait for */
-	struct disk_job *done;		/* its result, for the re-answer */
+	bool active;			/* req waits in its handler */
+	bool paused;			/* ... which waits for the output to
+					 * drain (request_send said so) */
+	bool posted;			/* on the worker's posted list */
+	bool in_process;		/* process() is on the stack */
+	struct zh_request req;		/* the request being answered */
+	uint64_t req_start;		/* stream offset where its response
+					 * begins (sent + queued then) */
 	struct sockaddr_storage peer;
 	/* Cache entries used by queued responses, oldest first, each with
 	 * the stream offset where its response ends: once `sent` passes
@@ -81,15 +94,15 @@ struct conn {
 };
 
 #define conn_of_timer(t) \
-	((struct conn *)((char *)(t) - offsetof(struct conn, timer)))
+	((struct zh_conn *)((char *)(t) - offsetof(struct zh_conn, timer)))
 
 static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data);
-static void process(struct conn *c);
-static void do_read(struct conn *c);
+static void process(struct zh_conn *c);
+static void do_read(struct zh_conn *c);
 
 /* ------------------------------------------------------------ life */
 
-static void unpin_sent(struct conn *c, bool all)
+static void unpin_sent(struct zh_conn *c, bool all)
 {
 	unsigned i = 0;
 
@@ -99,15 +112,63 @@ static void unpin_sent(struct conn *c, bool all)
 	c->nfl -= i;
 }
 
-static void conn_free(struct conn *c)
+static void unpost(struct zh_conn *c)
 {
-	struct worker *w = c->w;
+	struct zh_worker *w = c->w;
 
+	if (!c->posted)
+		return;
+	if (c->post_prev)
+		c->post_prev->post_next = c->post_next;
+	else
+		w->posted = c->post_next;
+	if (c->post_next)
+		c->post_next->post_prev = c->post_prev;
+	c->post_prev = c->post_next = NULL;
+	c->posted = false;
+}
+
+/* Have process() run for c before the loop sleeps (request.h: handlers
+ * never re-enter the connection).  Inside process() itself there is no
+ * need: its loop looks again. */
+static void post(struct zh_conn *c)
+{
+	struct zh_worker *w = c->w;
+
+	if (c->posted || c->in_process)
+		return;
+	c->posted = true;
+	c->post_prev = NULL;
+	c->post_next = w->posted;
+	if (w->posted)
+		w->posted->post_prev = c;
+	w->posted = c;
+}
+
+/* The request leaves its handler: what it holds of the connection goes. */
+static void req_release(struct zh_conn *c)
+{
+	c->active = false;
+	c->paused = false;
+	c->req.handler = NULL;
+	c->req.wait = NULL;
+	c->req.want_input = false;
+	free(c->req.own_headers);
+	c->req.own_headers = NULL;
+}
+
+static void conn_free(struct zh_conn *c)
+{
+	struct zh_worker *w = c->w;
+
+	if (c->active) {
+		/* The client is gone or out of time: the handler drops its
+		 * claims (a helper job, a backend request). */
+		c->req.handler->abort(&c->req);
+		req_release(c);
+	}
+	unpost(c);
 	unpin_sent(c, true);
-	if (c->pending)
-		c->pending->owner = NULL;	/* the loop frees it later */
-	if (c->done)
-		static_job_release(c->done);
 	ev_timer_disarm(&c->timer);
 	/* close() takes the fd out of epoll (nothing else holds it); just
 	 * make sure a stale event later in this batch finds no handler. */
@@ -126,7 +187,7 @@ static void conn_free(struct conn *c)
 	free(c);
 }
 
-static void count_status(struct worker *w, int status)
+static void count_status(struct zh_worker *w, int status)
 {
 	int cls = status / 100;
 
@@ -136,7 +197,7 @@ static void count_status(struct worker *w, int status)
 
 static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 {
-	struct conn *c = conn_of_timer(t);
+	struct zh_conn *c = conn_of_timer(t);
 
 	(void)loop;
 	switch (c->state) {
@@ -152,9 +213,8 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 		c->state = C_WRITING;
 		process(c);
 		return;
-	case C_WAITING:		/* the disk did not answer in time */
-	case C_WRITING:
-		/* The client stopped reading: give up on it. */
+	case C_WAITING:		/* the handler made no progress in time */
+	case C_WRITING:		/* the client stopped reading */
 		c->w->stats->timeouts++;
 		conn_free(c);
 		return;
@@ -165,16 +225,17 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 	}
 }
 
-static void arm(struct conn *c, struct ev_timer_list *l)
+static void arm(struct zh_conn *c, struct ev_timer_list *l)
 {
 	ev_timer_arm(c->w->loop, l, &c->timer, on_timeout);
 }
 
 /* Level-triggered: while a response is pending we wait for EPOLLOUT only
  * (input is not read then, and a readable socket must not wake us in a
- * loop); while waiting for the disk for nothing; otherwise for EPOLLIN.
- * A new connection enters epoll only the first time it has to wait. */
-static int set_events(struct conn *c, uint32_t events)
+ * loop); while a handler has the request, for input only if it asked;
+ * otherwise for EPOLLIN.  A new connection enters epoll only the first
+ * time it has to wait. */
+static int set_events(struct zh_conn *c, uint32_t events)
 {
 	if (c->in_epoll && events == c->events)
 		return 0;
@@ -198,10 +259,10 @@ static int set_events(struct conn *c, uint32_t events)
  * inherits TCP_NODELAY from the listener: responses leave as whole
  * aggregates, and Nagle would only delay the last partial segment of each.
  */
-static struct conn *conn_new(struct worker *w, int fd,
-			     const struct sockaddr_storage *ss)
+static struct zh_conn *conn_new(struct zh_worker *w, int fd,
+				const struct sockaddr_storage *ss)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	struct zh_conn *c = calloc(1, sizeof(*c));
 
 	if (!c || zc_agg_create(&c->out)) {
 		free(c);
@@ -228,12 +289,12 @@ static struct conn *conn_new(struct worker *w, int fd,
 	return c;
 }
 
-int conn_accept_all(struct worker *w)
+int conn_accept_all(struct zh_worker *w)
 {
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
-		struct conn *c;
+		struct zh_conn *c;
 		int fd = accept4(w->lfd, (struct sockaddr *)&ss, &len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -260,31 +321,42 @@ int conn_accept_all(struct worker *w)
 	return 0;
 }
 
-void conn_close_idle(struct worker *w)
+void conn_close_idle(struct zh_worker *w)
 {
-	struct conn *c = w->conns, *next;
+	struct zh_conn *c = w->conns, *next;
 
 	for (; c; c = next) {
 		next = c->next;
 		if (c->state == C_IDLE || c->state == C_LINGER)
 			conn_free(c);
-		else if (c->state != C_WAITING)	/* that one is answered,
-						 * then closed (stopping) */
+		else if (c->active)	/* answered, then closed */
+			c->req.keep_alive = false;
+		else
 			c->close_after = true;
 	}
 }
 
-void conn_close_all(struct worker *w)
+void conn_close_all(struct zh_worker *w)
 {
 	while (w->conns)
 		conn_free(w->conns);
+}
+
+void conn_run_posted(struct zh_worker *w)
+{
+	while (w->posted) {
+		struct zh_conn *c = w->posted;
+
+		unpost(c);
+		process(c);
+	}
 }
 
 /* ------------------------------------------------------------ output */
 
 /* Wait for more input (registering with epoll if this is the first wait);
  * returns false if the connection had to be freed. */
-static bool want_input(struct conn *c)
+static bool want_input(struct zh_conn *c)
 {
 	if (set_events(c, EPOLLIN)) {
 		conn_free(c);
@@ -293,18 +365,20 @@ static bool want_input(struct conn *c)
 	return true;
 }
 
-static void go_idle(struct conn *c)
+static bool go_idle(struct zh_conn *c)
 {
 	c->state = C_IDLE;
 	/* An idle connection holds no input buffer. */
 	free(c->in);
 	c->in = NULL;
-	if (want_input(c))
-		arm(c, &c->w->t_idle);
+	if (!want_input(c))
+		return false;
+	arm(c, &c->w->t_idle);
+	return true;
 }
 
 /* Returns false if the connection was freed. */
-static bool start_linger(struct conn *c)
+static bool start_linger(struct zh_conn *c)
 {
 	shutdown(c->fd, SHUT_WR);
 	c->state = C_LINGER;
@@ -323,7 +397,7 @@ static bool start_linger(struct conn *c)
  * closing with unread input makes the kernel send a reset that can destroy
  * the response before the client has read it.  Returns false if freed.
  */
-static bool finish(struct conn *c)
+static bool finish(struct zh_conn *c)
 {
 	if (c->linger || c->in_len)
 		return start_linger(c);
@@ -331,8 +405,9 @@ static bool finish(struct conn *c)
 	return false;
 }
 
-/* Send what we can; returns false if the connection was freed. */
-static bool flush(struct conn *c)
+/* Send what we can; returns false if the connection was freed.  Output
+ * left over waits for EPOLLOUT under the send timer. */
+static bool flush(struct zh_conn *c)
 {
 	while (zc_agg_len(c->out)) {
 		ssize_t n = iol_write_sink(&c->sink, c->out);
@@ -344,9 +419,9 @@ static bool flush(struct conn *c)
 				unpin_sent(c, false);
 			continue;
 		}
-		if (n == -EAGAIN || n == -EINTR) {
-			if (n == -EINTR)
-				continue;
+		if (n == -EINTR)
+			continue;
+		if (n == -EAGAIN) {
 			if (set_events(c, EPOLLOUT)) {
 				conn_free(c);
 				return false;
@@ -361,87 +436,107 @@ static bool flush(struct conn *c)
 		conn_free(c);
 		return false;
 	}
-	/* A connection about to close needs no input events (a lingering
-	 * one registers its own): Connection: close never touches epoll. */
-	if (c->close_after)
-		return finish(c);
-	if (set_events(c, c->pending ? 0 : EPOLLIN)) {
-		conn_free(c);
-		return false;
-	}
 	return true;
 }
 
 /* ------------------------------------------------------------ requests */
 
-/* Answer one parsed request by appending its response to c->out.  Returns
- * false if the answer waits for a helper job (nothing was appended). */
-static bool answer(struct conn *c, const struct http_request *req)
+static uint64_t queued_end(const struct zh_conn *c)
 {
-	struct worker *w = c->w;
-	struct request_ctx rc = {
-		.req = req,
-		.head = req->method == HTTP_M_HEAD,
-		.keep_alive = (req->flags & HTTP_F_KEEP_ALIVE) && !w->stopping,
-		.done = c->done,
-	};
-	size_t before = zc_agg_len(c->out);
-	int err = 0;
+	return c->sent + zc_agg_len(c->out);
+}
 
-	w->stats->requests++;
+/*
+ * The request in c->req is answered (err as request_finish() takes it):
+ * the error page if there is one, the pin on the cache entry its body
+ * uses, counters, the access log, and whether the connection stays open.
+ */
+static void complete(struct zh_conn *c, int err)
+{
+	struct zh_worker *w = c->w;
+	struct zh_request *r = &c->req;
+
+	if (err > 0 && queued_end(c) != c->req_start)
+		err = ZH_TRUNCATED;	/* too late for an error page */
+	if (err == ZH_TRUNCATED) {
+		/* Send what is queued, then close: a client can tell a cut
+		 * body (Content-Length, chunked framing) from a whole one
+		 * only if the connection ends there. */
+		r->keep_alive = false;
+		c->linger = true;
+	} else if (err) {
+		zc_agg_truncate(c->out, zc_agg_len(c->out) -
+					(size_t)(queued_end(c) - c->req_start));
+		r->status = err;
+		r->body_bytes = 0;
+		if (err >= 500 && err != 501 && err != 503)
+			r->keep_alive = false;
+		if (resp_error(c->out, err, r->head_only, r->keep_alive,
+			       err == 405 ? "Allow: GET, HEAD\r\n" : NULL))
+			r->keep_alive = false;
+	} else if (r->entry) {
+		cache_pin(w->cache, r->entry);
+		c->fl[c->nfl].e = r->entry;
+		c->fl[c->nfl].end = queued_end(c);
+		c->nfl++;
+	}
+	count_status(w, r->status);
+	access_log_request(w->log, &c->peer, &r->http, r->status,
+			   queued_end(c) - c->req_start);
+	if (!r->keep_alive)
+		c->close_after = true;
+}
+
+/* Which handler answers a request, and the checks before it. */
+static int route(struct zh_conn *c, struct zh_request *r)
+{
+	struct zh_worker *w = c->w;
+	const struct http_request *req = &r->http;
+
 	/* A request body would have to be read and thrown away; the static
 	 * server takes none, so it answers and closes instead. */
 	if ((req->flags & HTTP_F_CHUNKED) ||
 	    ((req->flags & HTTP_F_CONTENT_LENGTH) && req->content_length)) {
-		rc.keep_alive = false;
+		r->keep_alive = false;
 		c->linger = true;
 	}
-
 	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
-	    req->content_length > w->cfg->max_body_bytes) {
-		err = 413;	/* refused before anything else about it */
-	} else if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD) {
-		err = req->method == HTTP_M_OTHER ? 501 : 405;
-	} else if (status_matches(w, req)) {
-		err = status_serve(w, &rc, c->out);
-	} else {
-		err = static_serve(w, &rc, c->out);
-	}
-	if (c->done) {
-		static_job_release(c->done);
-		c->done = NULL;
-	}
-	if (rc.pending) {
-		c->pending = rc.pending;
-		c->pending->owner = c;
+	    req->content_length > w->cfg->max_body_bytes)
+		return 413;	/* refused before anything else about it */
+	if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD)
+		return req->method == HTTP_M_OTHER ? 501 : 405;
+	if (status_matches(w, req))
+		return status_serve(r);
+	return static_serve(r);
+}
+
+/* Answer one parsed request (its head is the first head_len bytes of the
+ * input).  Returns false if the answer waits in a handler. */
+static bool answer(struct zh_conn *c, const struct http_request *req,
+		   size_t head_len)
+{
+	struct zh_worker *w = c->w;
+	struct zh_request *r = &c->req;
+	int err;
+
+	*r = (struct zh_request){
+		.conn = c,
+		.w = w,
+		.http = *req,
+		.head_len = head_len,
+		.head_only = req->method == HTTP_M_HEAD,
+		.keep_alive = (req->flags & HTTP_F_KEEP_ALIVE) && !w->stopping,
+	};
+	c->req_start = queued_end(c);
+	w->stats->requests++;
+	err = route(c, r);
+	if (err == ZH_WAIT)
 		return false;
-	}
-	if (err) {
-		zc_agg_truncate(c->out, before);
-		rc.status = err;
-		rc.body_bytes = 0;
-		if (err >= 500 && err != 501 && err != 503)
-			rc.keep_alive = false;
-		if (resp_error(c->out, err, rc.head, rc.keep_alive,
-			       err == 405 ? "Allow: GET, HEAD\r\n" : NULL)) {
-			rc.keep_alive = false;
-		}
-	}
-	if (rc.entry && !err) {
-		cache_pin(w->cache, rc.entry);
-		c->fl[c->nfl].e = rc.entry;
-		c->fl[c->nfl].end = c->sent + zc_agg_len(c->out);
-		c->nfl++;
-	}
-	count_status(w, rc.status);
-	access_log_request(w->log, &c->peer, req, rc.status,
-			   zc_agg_len(c->out) - before);
-	if (!rc.keep_alive)
-		c->close_after = true;
+	complete(c, err);
 	return true;
 }
 
-static void consume(struct conn *c, size_t n)
+static void consume(struct zh_conn *c, size_t n)
 {
 	memmove(c->in, c->in + n, c->in_len - n);
 	c->in_len -= n;
@@ -450,11 +545,11 @@ static void consume(struct conn *c, size_t n)
 
 /* Parse and answer every complete request in the buffer; returns true if
  * the head in the buffer is incomplete (more input is needed). */
-static bool answer_buffered(struct conn *c)
+static bool answer_buffered(struct zh_conn *c)
 {
-	struct worker *w = c->w;
+	struct zh_worker *w = c->w;
 
-	while (!c->pending && c->in_len && !c->close_after &&
+	while (!c->active && c->in_len && !c->close_after &&
 	       c->nfl < MAX_INFLIGHT && zc_agg_len(c->out) < OUT_HIGH_WATER) {
 		struct http_request req = { .headers = w->slots };
 		ssize_t r = http_parse_request(&c->parser, c->in, c->in_len,
@@ -477,41 +572,61 @@ static bool answer_buffered(struct conn *c)
 			c->in_len = 0;
 			return false;
 		}
-		if (!answer(c, &req))
-			return false;	/* the request stays until re-answered */
+		if (!answer(c, &req, (size_t)r))
+			return false;	/* its handler has it now */
 		consume(c, (size_t)r);
 	}
 	return false;
 }
 
-/* Answer what is buffered and send it, until input runs out or the socket
- * is full; then set the state and timer for what comes next. */
-static void process(struct conn *c)
+/* A handler has the request and nothing is left to send: wait for it,
+ * reading only if it asked for input.  Its progress is bounded by the
+ * send timeout (re-armed whenever it produced output).  Returns false if
+ * the connection was freed. */
+static bool wait_in_handler(struct zh_conn *c)
 {
-	struct worker *w = c->w;
-	bool need_more;
+	c->state = C_WAITING;
+	if (set_events(c, c->req.want_input ? EPOLLIN : 0)) {
+		conn_free(c);
+		return false;
+	}
+	arm(c, &c->w->t_send);
+	return true;
+}
 
-	do {
-		need_more = answer_buffered(c);
+/* Answer what is buffered and send it, until input runs out, the socket
+ * is full or a handler has the request; then set the state and timer for
+ * what comes next.  Returns false if the connection was freed. */
+static bool step(struct zh_conn *c)
+{
+	struct zh_worker *w = c->w;
+	bool need_more = false;
+
+	for (;;) {
+		if (!c->active)
+			need_more = answer_buffered(c);
 		if (zc_agg_len(c->out)) {
 			c->state = C_WRITING;
-			if (!flush(c) || c->state == C_LINGER)
-				return;
+			if (!flush(c))
+				return false;
 			if (zc_agg_len(c->out))
-				return;	/* EPOLLOUT calls us back */
+				return true;	/* EPOLLOUT calls us back */
 		}
-		if (c->pending) {
-			/* Sent all that came before; now wait for the disk,
-			 * bounded by the send timeout. */
-			c->state = C_WAITING;
-			arm(c, &w->t_send);
-			return;
+		if (c->active) {
+			if (c->paused) {
+				/* The handler may produce again; what it
+				 * does is looked at by this same loop. */
+				c->paused = false;
+				c->req.handler->drained(&c->req);
+				continue;
+			}
+			return wait_in_handler(c);
 		}
-		if (c->close_after) {
-			finish(c);
-			return;
-		}
-	} while (c->in_len && !need_more);
+		if (c->close_after)
+			return finish(c);
+		if (!c->in_len || need_more)
+			break;
+	}
 
 	if (c->in_len) {
 		/* Part of the next request is here: its clock started when
@@ -521,19 +636,109 @@ static void process(struct conn *c)
 			c->state = C_READING;
 			arm(c, &w->t_header);
 		}
-		want_input(c);
-		return;
+		return want_input(c);
 	}
 	if (w->stopping) {
 		conn_free(c);
-		return;
+		return false;
 	}
-	go_idle(c);
+	return go_idle(c);
+}
+
+/* step(), with the handlers' posts folded into it (see post()). */
+static void process(struct zh_conn *c)
+{
+	c->in_process = true;
+	if (step(c))
+		c->in_process = false;
+}
+
+/* ------------------------------------------------------- request.h */
+
+zc_agg *request_out(struct zh_request *r)
+{
+	return r->conn->out;
+}
+
+int request_wait(struct zh_request *r, const struct zh_handler *h,
+		 void *wait)
+{
+	struct zh_conn *c = r->conn;
+	size_t n = r->http.num_headers;
+
+	/* The worker's header slots belong to the next request parsed on
+	 * any connection: a waiting request keeps a copy of its own. */
+	if (n) {
+		r->own_headers = malloc(n * sizeof(*r->own_headers));
+		if (!r->own_headers)
+			return 503;
+		memcpy(r->own_headers, r->http.headers,
+		       n * sizeof(*r->own_headers));
+		r->http.headers = r->own_headers;
+	}
+	r->handler = h;
+	r->wait = wait;
+	c->active = true;
+	return 0;
+}
+
+void request_finish(struct zh_request *r, int err)
+{
+	struct zh_conn *c = r->conn;
+
+	complete(c, err);
+	consume(c, r->head_len);
+	req_release(c);
+	post(c);
+}
+
+bool request_send(struct zh_request *r)
+{
+	struct zh_conn *c = r->conn;
+
+	post(c);
+	if (zc_agg_len(c->out) < OUT_HIGH_WATER)
+		return true;
+	c->paused = true;
+	return false;
+}
+
+size_t request_queued(const struct zh_request *r)
+{
+	return (size_t)(queued_end(r->conn) - r->conn->req_start);
+}
+
+void request_want_input(struct zh_request *r, bool on)
+{
+	r->want_input = on;
+	post(r->conn);
+}
+
+void request_input(struct zh_request *r, const char **p, size_t *len)
+{
+	struct zh_conn *c = r->conn;
+
+	*p = c->in + r->head_len;
+	*len = c->in_len - r->head_len;
+}
+
+void request_input_consume(struct zh_request *r, size_t n)
+{
+	struct zh_conn *c = r->conn;
+	char *body = c->in + r->head_len;
+
+	memmove(body, body + n, c->in_len - r->head_len - n);
+	c->in_len -= n;
+}
+
+int request_fd(const struct zh_request *r)
+{
+	return r->conn->fd;
 }
 
 /* ------------------------------------------------------------ input */
 
-static void do_read(struct conn *c)
+static void do_read(struct zh_conn *c)
 {
 	ssize_t n;
 
@@ -582,13 +787,19 @@ static void do_read(struct conn *c)
 
 static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 {
-	struct conn *c = data;
+	struct zh_conn *c = data;
 
 	(void)loop;
 	(void)fd;
 	if (c->state == C_WAITING) {
+		if (c->req.want_input && (ev & EPOLLIN)) {
+			/* The handler reads (a request body); it reports
+			 * through request.h, which posts us. */
+			c->req.handler->input(&c->req);
+			return;
+		}
 		/* Only errors and hang-ups are reported now: the client is
-		 * gone; the job is abandoned. */
+		 * gone; the handler's work is abandoned. */
 		conn_free(c);
 		return;
 	}
@@ -600,15 +811,4 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 	}
 	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
 		do_read(c);
-}
-
-void conn_disk_done(struct disk_job *job)
-{
-	struct conn *c = job->owner;
-
-	c->pending = NULL;
-	c->done = job;
-	job->owner = NULL;
-	c->state = C_READING;
-	process(c);
 }

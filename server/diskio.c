@@ -114,7 +114,17 @@ void diskio_submit(struct diskio *d, struct disk_job *job)
 	pthread_mutex_unlock(&d->mu);
 }
 
-struct disk_job *diskio_take_done(struct diskio *d)
+static void run_done(struct disk_job *j)
+{
+	struct disk_job *next;
+
+	for (; j; j = next) {
+		next = j->next;
+		j->done(j);
+	}
+}
+
+void diskio_complete(struct diskio *d)
 {
 	struct disk_job *list;
 	uint64_t v;
@@ -126,15 +136,15 @@ struct disk_job *diskio_take_done(struct diskio *d)
 	list = d->done;
 	d->done = d->done_tail = NULL;
 	pthread_mutex_unlock(&d->mu);
-	return list;
+	run_done(list);
 }
 
-struct disk_job *diskio_stop(struct diskio *d)
+void diskio_stop(struct diskio *d)
 {
 	struct disk_job *left;
 
 	if (!d)
-		return NULL;
+		return;
 	pthread_mutex_lock(&d->mu);
 	d->stop = true;
 	pthread_cond_broadcast(&d->cv);
@@ -146,5 +156,5 @@ struct disk_job *diskio_stop(struct diskio *d)
 	pthread_mutex_destroy(&d->mu);
 	pthread_cond_destroy(&d->cv);
 	free(d);
-	return left;
+	run_done(left);
 }

@@ -74,7 +74,7 @@ static pid_t spawn(struct master *m, int i)
 	for (int j = 0; j < m->nworkers; j++)
 		if (j != i)
 			close(m->lfds[j]);
-	struct worker *w = calloc(1, sizeof(*w));
+	struct zh_worker *w = calloc(1, sizeof(*w));
 	if (!w)
 		_exit(1);
 	w->cfg = &m->opt.cfg;

@@ -142,7 +142,7 @@ static int read_config(struct options *o, const char *path, int depth);
 static int apply(struct options *o, const char *name, const char *val,
 		 int depth)
 {
-	struct config *c = &o->cfg;
+	struct zh_config *c = &o->cfg;
 	unsigned long n;
 
 #define NEED_VAL() do { if (!val) goto missing; } while (0)

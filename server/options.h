@@ -10,7 +10,7 @@
 struct opt_str;
 
 struct options {
-	struct config cfg;
+	struct zh_config cfg;
 	const char *config;	/* --config FILE, re-read on SIGHUP */
 	const char *user;	/* --user NAME */
 	bool help, version;

@@ -26,6 +26,7 @@
 #include "http_parser.h"
 #include "cache.h"
 #include "diskio.h"
+#include "handlers.h"
 #include "respond.h"
 #include "uri.h"
 #include "zchttpd.h"
@@ -55,7 +56,7 @@ static int status_for_errno(int err)
 }
 
 /* Open `rel` (relative, normalized) below the root; -errno on failure. */
-static int open_beneath(const struct worker *w, int dirfd, const char *rel)
+static int open_beneath(const struct zh_worker *w, int dirfd, const char *rel)
 {
 	struct open_how how = {
 		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
@@ -128,10 +129,9 @@ static bool range_applies(const struct http_request *req, const char *etag,
 }
 
 /* 301 to the same path with a slash (and the query, if any). */
-static int redirect_slash(struct request_ctx *rc, zc_agg *out,
-			  const struct uri_path *up)
+static int redirect_slash(struct zh_request *r, const struct uri_path *up)
 {
-	const struct http_request *req = rc->req;
+	const struct http_request *req = &r->http;
 	const char *p = req->path.p;
 	size_t plen = up->query ? (size_t)(up->query - 1 - p) : req->path.len;
 	char loc[PATH_MAX_LEN + 64];
@@ -150,16 +150,17 @@ static int redirect_slash(struct request_ctx *rc, zc_agg *out,
 		     up->query ? up->query : "");
 	if (n < 0 || (size_t)n >= sizeof(loc))
 		return 414;
-	rc->status = 301;
-	return resp_error(out, 301, rc->head, rc->keep_alive, loc) ? 500 : 0;
+	r->status = 301;
+	return resp_error(request_out(r), 301, r->head_only, r->keep_alive,
+			  loc) ? 500 : 0;
 }
 
 /* Build the response for a cached (or private) entry.  The body is the
  * entry's buffer for small files, a file extent otherwise. */
-static int serve_entry(struct request_ctx *rc, zc_agg *out,
-		       struct cache_entry *e)
+static int serve_entry(struct zh_request *r, struct cache_entry *e)
 {
-	const struct http_request *req = rc->req;
+	const struct http_request *req = &r->http;
+	zc_agg *out = request_out(r);
 	uint64_t start = 0, len = (uint64_t)e->v.size;
 	struct resp_head h;
 	int status = 200, err;
@@ -168,8 +169,8 @@ static int serve_entry(struct request_ctx *rc, zc_agg *out,
 		resp_begin(&h, 304);
 		resp_add(&h, "ETag", e->etag);
 		resp_add(&h, "Last-Modified", e->lastmod);
-		resp_end(&h, rc->keep_alive);
-		rc->status = 304;
+		resp_end(&h, r->keep_alive);
+		r->status = 304;
 		return h.overflow ? 500 :
 		       zc_agg_append_bytes(out, NULL, h.buf, h.len) ? 503 : 0;
 	}
@@ -184,8 +185,8 @@ static int serve_entry(struct request_ctx *rc, zc_agg *out,
 
 			snprintf(cr, sizeof(cr), "Content-Range: bytes */%llu\r\n",
 				 (unsigned long long)e->v.size);
-			rc->status = 416;
-			return resp_error(out, 416, rc->head, rc->keep_alive,
+			r->status = 416;
+			return resp_error(out, 416, r->head_only, r->keep_alive,
 					  cr) ? 500 : 0;
 		}
 		case HTTP_RANGE_IGNORE:
@@ -210,83 +211,92 @@ static int serve_entry(struct request_ctx *rc, zc_agg *out,
 			  (unsigned long long)start,
 			  (unsigned long long)(start + len - 1),
 			  (unsigned long long)e->v.size);
-	resp_end(&h, rc->keep_alive);
+	resp_end(&h, r->keep_alive);
 	if (h.overflow)
 		return 500;
 	err = zc_agg_append_bytes(out, NULL, h.buf, h.len);
-	if (!err && !rc->head && len) {
+	if (!err && !r->head_only && len) {
 		err = e->body ? zc_agg_append_buf(out, e->body, start, len)
 			      : zc_agg_append_file(out, e->file, start, len);
-		rc->entry = e;	/* the response uses it: pin while sent */
+		r->entry = e;	/* the response uses it: pinned while sent */
 	}
 	if (err)
 		return 503;
-	rc->status = status;
-	rc->body_bytes = rc->head ? 0 : len;
+	r->status = status;
+	r->body_bytes = r->head_only ? 0 : len;
 	return 0;
 }
 
 /* Open the file a request names (normalized `path`), following a directory
- * to its index.html; fills fs_path.  Returns an fd, or minus the status to
- * answer (-301: a directory named without its slash).  Blocking: runs on a
- * helper thread when there are some; touches only w->cfg and w->rootfd. */
-static int open_target(const struct worker *w, const char *path,
+ * to its index.html, and fstat it (the one stat of a miss: the cache entry
+ * takes both).  Fills fs_path.  Returns the fd, or -1 with *status set to
+ * the status to answer (301: a directory named without its slash).
+ * Blocking: runs on a helper thread when there are some; touches only
+ * w->cfg and w->rootfd. */
+static int open_target(const struct zh_worker *w, const char *path,
 		       size_t path_len, bool trailing_slash, char *fs_path,
-		       size_t fs_size)
+		       size_t fs_size, struct stat *st, int *status)
 {
-	struct stat st;
 	int fd, dfd, err;
 
 	fd = open_beneath(w, w->rootfd, path_len ? path : ".");
-	if (fd < 0)
-		return -status_for_errno(-fd);
-	if (fstat(fd, &st) < 0) {
-		err = errno;
-		close(fd);
-		return -status_for_errno(err);
+	if (fd < 0) {
+		*status = status_for_errno(-fd);
+		return -1;
 	}
-	if (S_ISDIR(st.st_mode)) {
+	if (fstat(fd, st) < 0)
+		goto fail;
+	if (S_ISDIR(st->st_mode)) {
 		if (!trailing_slash) {
 			close(fd);
-			return -301;
+			*status = 301;
+			return -1;
 		}
 		dfd = fd;
 		fd = open_beneath(w, dfd, "index.html");
 		close(dfd);
-		if (fd < 0)	/* no listing of directories */
-			return fd == -ENOENT ? -403 : -status_for_errno(-fd);
-		if (fstat(fd, &st) < 0) {
-			err = errno;
-			close(fd);
-			return -status_for_errno(err);
+		if (fd < 0) {
+			/* No listing of directories. */
+			*status = fd == -ENOENT ? 403 : status_for_errno(-fd);
+			return -1;
 		}
+		if (fstat(fd, st) < 0)
+			goto fail;
 		snprintf(fs_path, fs_size, "%s%sindex.html", path,
 			 path_len ? "/" : "");
 	} else if (trailing_slash) {
 		/* "/file.txt/" names no directory: 404, as nginx says. */
 		close(fd);
-		return -404;
+		*status = 404;
+		return -1;
 	} else {
 		snprintf(fs_path, fs_size, "%s", path);
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st->st_mode)) {
 		close(fd);
-		return -403;
+		*status = 403;
+		return -1;
 	}
 	return fd;
+fail:
+	err = errno;
+	close(fd);
+	*status = status_for_errno(err);
+	return -1;
 }
 
 /* Readahead for files sent from the page cache: done here, on a helper
  * thread, the loop's sendfile later finds the pages in memory. */
 #define READAHEAD_MAX ((size_t)4 << 20)
 
-/* Everything a cache miss needs, done off the loop (see diskio.h). */
+/* A cache miss: everything it needs, kept while it waits (diskio.h). */
 struct static_job {
 	struct disk_job dj;		/* first: diskio hands this back */
-	struct worker *w;
+	struct zh_request *r;		/* NULL: the request went away */
+	struct zh_worker *w;
+	struct uri_path up;		/* its query points into the request
+					 * head, which a waiting request keeps */
 	uint64_t now;
-	bool trailing_slash;
-	size_t path_len;
 	int status;			/* 0: entry ready; else the status */
 	struct cache_entry *entry;	/* prepared, not admitted */
 	char key[PATH_MAX_LEN + 2];
@@ -297,22 +307,46 @@ struct static_job {
 static void prepare(struct static_job *j)
 {
 	char fs_path[PATH_MAX_LEN + 16];
-	int fd = open_target(j->w, j->path, j->path_len, j->trailing_slash,
-			     fs_path, sizeof(fs_path));
 	struct stat st;
+	int fd = open_target(j->w, j->path, j->up.len, j->up.trailing_slash,
+			     fs_path, sizeof(fs_path), &st, &j->status);
 
-	if (fd < 0) {
-		j->status = -fd;
+	if (fd < 0)
 		return;
-	}
-	if (j->w->diskio && fstat(fd, &st) == 0 &&
-	    (uint64_t)st.st_size > j->w->cfg->cache_small_max)
+	if (j->w->diskio && (uint64_t)st.st_size > j->w->cfg->cache_small_max)
 		readahead(fd, 0, (size_t)st.st_size < READAHEAD_MAX ?
 				 (size_t)st.st_size : READAHEAD_MAX);
-	j->entry = cache_prepare(j->w->cache, j->key, fs_path, fd, j->now);
-	close(fd);
-	if (!j->entry)
+	/* The entry takes the descriptor and its stat. */
+	j->entry = cache_prepare(j->w->cache, j->key, fs_path, fd, &st,
+				 j->now);
+	if (!j->entry) {
+		close(fd);
 		j->status = 503;
+	}
+}
+
+/* The loop half of a miss: admit the prepared entry and answer. */
+static int answer_prepared(struct zh_request *r, struct static_job *j)
+{
+	struct cache_entry *e;
+	int err;
+
+	if (j->status == 301)
+		return redirect_slash(r, &j->up);
+	if (j->status)
+		return j->status;
+	e = cache_admit(r->w->cache, j->entry);
+	j->entry = NULL;
+	err = serve_entry(r, e);
+	cache_put(r->w->cache, e);	/* r->entry is pinned by the caller */
+	return err;
+}
+
+static void job_free(struct static_job *j)
+{
+	if (j->entry)
+		cache_put(j->w->cache, j->entry);
+	free(j);
 }
 
 static void job_work(struct disk_job *dj)
@@ -320,21 +354,36 @@ static void job_work(struct disk_job *dj)
 	prepare((struct static_job *)dj);
 }
 
-void static_job_release(struct disk_job *dj)
+/* On the loop, when the helper is done (or the worker stops). */
+static void job_done(struct disk_job *dj)
 {
 	struct static_job *j = (struct static_job *)dj;
 
-	if (j->entry)
-		cache_put(j->w->cache, j->entry);
-	free(j);
+	if (j->r)
+		request_finish(j->r, answer_prepared(j->r, j));
+	job_free(j);
 }
 
-int static_serve(struct worker *w, struct request_ctx *rc, zc_agg *out)
+/* The connection goes away while its file is being opened: the helper
+ * finishes anyway, and job_done frees what it made. */
+static void job_abandon(struct zh_request *r)
 {
-	const struct http_request *req = rc->req;
+	struct static_job *j = r->wait;
+
+	j->r = NULL;
+}
+
+static const struct zh_handler static_handler = {
+	.name = "static",
+	.abort = job_abandon,
+};
+
+int static_serve(struct zh_request *r)
+{
+	const struct http_request *req = &r->http;
+	struct zh_worker *w = r->w;
 	char path[PATH_MAX_LEN], key[PATH_MAX_LEN + 2];
-	uint64_t now = ev_now_ms(w->loop);
-	struct static_job *j = (struct static_job *)rc->done, local;
+	struct static_job *j, local;
 	struct cache_entry *e;
 	struct uri_path up;
 	enum uri_error ue;
@@ -343,42 +392,43 @@ int static_serve(struct worker *w, struct request_ctx *rc, zc_agg *out)
 	ue = uri_normalize_path(req->path.p, req->path.len, path, sizeof(path),
 				&up);
 	if (ue != URI_OK)
-		return (int)ue;
+		return ue == URI_E_TOO_LONG ? 414 : 400;
 	/* The key keeps the trailing slash: "/dir" redirects, "/dir/" is
 	 * the index. */
 	snprintf(key, sizeof(key), "/%s%s", path,
 		 up.trailing_slash && up.len ? "/" : "");
-	e = cache_lookup(w->cache, key, now);
-	if (!e && !(j && strcmp(j->key, key) == 0)) {
-		/* A miss: prepare off the loop if we have helpers. */
-		j = w->diskio ? calloc(1, sizeof(*j)) : &local;
-		if (!j)
-			return 503;
-		memset(j, 0, sizeof(*j));
-		j->w = w;
-		j->now = now;
-		j->trailing_slash = up.trailing_slash;
-		j->path_len = up.len;
-		memcpy(j->key, key, sizeof(key));
-		memcpy(j->path, path, up.len + 1);
-		if (w->diskio) {
-			j->dj.work = job_work;
-			rc->pending = &j->dj;
-			diskio_submit(w->diskio, &j->dj);
-			return 0;
-		}
+	e = cache_lookup(w->cache, key, ev_now_ms(w->loop));
+	if (e) {
+		err = serve_entry(r, e);
+		cache_put(w->cache, e);	/* r->entry is pinned by the caller */
+		return err;
+	}
+	/* A miss: prepare off the loop if we have helpers. */
+	j = w->diskio ? malloc(sizeof(*j)) : &local;
+	if (!j)
+		return 503;
+	j->r = r;
+	j->w = w;
+	j->up = up;
+	j->now = ev_now_ms(w->loop);
+	j->status = 0;
+	j->entry = NULL;
+	memcpy(j->key, key, sizeof(key));
+	memcpy(j->path, path, up.len + 1);
+	if (!w->diskio) {
 		prepare(j);
+		err = answer_prepared(r, j);
+		if (j->entry)
+			cache_put(w->cache, j->entry);
+		return err;
 	}
-	if (!e) {
-		/* The prepared result for this request (sync or async). */
-		if (j->status == 301)
-			return redirect_slash(rc, out, &up);
-		if (j->status)
-			return j->status;
-		e = cache_admit(w->cache, j->entry);
-		j->entry = NULL;
+	err = request_wait(r, &static_handler, j);
+	if (err) {
+		free(j);
+		return err;
 	}
-	err = serve_entry(rc, out, e);
-	cache_put(w->cache, e);	/* rc->entry is pinned by the caller */
-	return err;
+	j->dj.work = job_work;
+	j->dj.done = job_done;
+	diskio_submit(w->diskio, &j->dj);
+	return ZH_WAIT;
 }

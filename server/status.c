@@ -6,11 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "handlers.h"
 #include "respond.h"
 #include "stats.h"
 #include "zchttpd.h"
 
-bool status_matches(const struct worker *w, const struct http_request *req)
+bool status_matches(const struct zh_worker *w, const struct http_request *req)
 {
 	const char *sp = w->cfg->status_path;
 	size_t n, plen = req->path.len;
@@ -26,7 +27,7 @@ bool status_matches(const struct worker *w, const struct http_request *req)
 
 #define U(x) ((unsigned long long)(x))
 
-static int render_json(const struct worker *w, const struct worker_stats *t,
+static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		       char *b, size_t n)
 {
 	return snprintf(b, n,
@@ -98,9 +99,11 @@ static int render_prometheus(const struct worker_stats *t, char *b, size_t n)
 	return (int)k;
 }
 
-int status_serve(struct worker *w, struct request_ctx *rc, zc_agg *out)
+int status_serve(struct zh_request *r)
 {
-	const struct http_request *req = rc->req;
+	struct zh_worker *w = r->w;
+	const struct http_request *req = &r->http;
+	zc_agg *out = request_out(r);
 	const char *q = memchr(req->path.p, '?', req->path.len);
 	bool prom = q && (size_t)(req->path.p + req->path.len - q) ==
 				 strlen("?format=prometheus") &&
@@ -126,12 +129,12 @@ int status_serve(struct worker *w, struct request_ctx *rc, zc_agg *out)
 					  : "application/json");
 	resp_add(&h, "Cache-Control", "no-store");
 	resp_addf(&h, "Content-Length", "%d", n);
-	resp_end(&h, rc->keep_alive);
+	resp_end(&h, r->keep_alive);
 	if (h.overflow || zc_agg_append_bytes(out, NULL, h.buf, h.len))
 		return 500;
-	if (!rc->head && zc_agg_append_bytes(out, NULL, body, (size_t)n))
+	if (!r->head_only && zc_agg_append_bytes(out, NULL, body, (size_t)n))
 		return 500;
-	rc->status = 200;
-	rc->body_bytes = rc->head ? 0 : (uint64_t)n;
+	r->status = 200;
+	r->body_bytes = r->head_only ? 0 : (uint64_t)n;
 	return 0;
 }

@@ -19,6 +19,7 @@
 
 #include "access_log.h"
 #include "cache.h"
+#include "conn.h"
 #include "respond.h"
 #include "worker.h"
 
@@ -31,7 +32,7 @@ static void on_shutdown_deadline(struct ev_loop *loop, struct ev_timer *t)
 	ev_stop(loop);
 }
 
-static void begin_stop(struct worker *w)
+static void begin_stop(struct zh_worker *w)
 {
 	if (w->stopping)
 		return;
@@ -47,7 +48,7 @@ static void begin_stop(struct worker *w)
 static void on_signal(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 {
 	struct signalfd_siginfo si;
-	struct worker *w = data;
+	struct zh_worker *w = data;
 
 	(void)loop;
 	(void)ev;
@@ -71,23 +72,16 @@ static void on_accept(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 static void on_disk_done(struct ev_loop *loop, int fd, uint32_t ev,
 			 void *data)
 {
-	struct worker *w = data;
-	struct disk_job *j = diskio_take_done(w->diskio), *next;
+	struct zh_worker *w = data;
 
 	(void)loop;
 	(void)fd;
 	(void)ev;
-	for (; j; j = next) {
-		next = j->next;
-		if (j->owner)
-			conn_disk_done(j);
-		else
-			static_job_release(j);	/* its connection is gone */
-	}
+	diskio_complete(w->diskio);
 }
 
 /* Publish the counters kept inside libzc and the cache to our slot. */
-static void publish_stats(struct worker *w)
+static void publish_stats(struct zh_worker *w)
 {
 	struct zc_io_stats io;
 
@@ -99,18 +93,19 @@ static void publish_stats(struct worker *w)
 
 static void before_sleep(struct ev_loop *loop, void *data)
 {
-	struct worker *w = data;
+	struct zh_worker *w = data;
 
 	resp_clock_tick();
+	conn_run_posted(w);
 	access_log_flush(w->log);
 	publish_stats(w);
 	if (w->stopping && w->nconns == 0)
 		ev_stop(loop);
 }
 
-int worker_run(struct worker *w)
+int worker_run(struct zh_worker *w)
 {
-	const struct config *cfg = w->cfg;
+	const struct zh_config *cfg = w->cfg;
 	sigset_t set;
 	int err;
 
@@ -170,14 +165,7 @@ int worker_run(struct worker *w)
 
 	/* Deadline passed or all done: whatever is left is cut off. */
 	conn_close_all(w);	/* abandons their helper jobs */
-	if (w->diskio) {
-		struct disk_job *j, *next;
-
-		for (j = diskio_stop(w->diskio); j; j = next) {
-			next = j->next;
-			static_job_release(j);
-		}
-	}
+	diskio_stop(w->diskio);	/* their requests are gone: jobs freed */
 	access_log_close(w->log);
 	publish_stats(w);	/* final: the master folds them when we exit */
 	cache_destroy(w->cache);

@@ -6,6 +6,6 @@
 
 /* Run until stopped; w->cfg, lfd, rootfd, logfd, stats, all_stats,
  * nworkers and index are set by the master.  Returns 0 or a negative errno. */
-int worker_run(struct worker *w);
+int worker_run(struct zh_worker *w);
 
 #endif

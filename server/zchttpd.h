@@ -23,7 +23,7 @@
 
 #define ZCHTTPD_MAX_WORKERS 64
 
-struct config {
+struct zh_config {
 	const char *root;		/* document root */
 	const char *listen;		/* "127.0.0.1:8080" */
 	int workers;			/* 0: one per core */
@@ -58,11 +58,11 @@ struct worker_stats {
 	pid_t pid;
 };
 
-struct conn;
+struct zh_conn;
 struct stats_area;
 
-struct worker {
-	const struct config *cfg;
+struct zh_worker {
+	const struct zh_config *cfg;
 	struct ev_loop *loop;
 	int index;
 	int lfd;			/* listening socket */
@@ -71,7 +71,8 @@ struct worker {
 	bool stopping;			/* SIGTERM: finish and exit */
 	uint64_t stop_deadline_ms;
 	struct ev_timer_list t_header, t_idle, t_send, t_linger;
-	struct conn *conns;		/* list of open connections */
+	struct zh_conn *conns;		/* list of open connections */
+	struct zh_conn *posted;		/* connections with handler work */
 	unsigned nconns;
 	struct worker_stats *stats;	/* this worker's slot */
 	struct stats_area *all_stats;	/* every process's slot (stats.h) */
@@ -80,41 +81,9 @@ struct worker {
 	struct access_log *log;
 	struct cache *cache;
 	struct diskio *diskio;		/* helper threads, or NULL */
-	/* One request is handled at a time: header slots are per worker. */
+	/* Requests are parsed one at a time: header slots are per worker
+	 * (a request that has to wait takes a copy, request.h). */
 	struct http_header slots[256];
 };
-
-/* conn.c */
-int conn_accept_all(struct worker *w);
-/* Close idle connections now; the others close after their response. */
-void conn_close_idle(struct worker *w);
-/* Close every connection now (shutdown deadline). */
-void conn_close_all(struct worker *w);
-/* A helper job a connection waits for is done (job->owner is the
- * connection): answer its request now. */
-void conn_disk_done(struct disk_job *job);
-
-/* static.c: answer req from the document root, appending to out.
- * Returns 0, or a status code to answer with an error page. */
-struct request_ctx {
-	const struct http_request *req;
-	bool head;			/* HEAD: no body */
-	bool keep_alive;
-	int status;			/* filled: the status sent */
-	uint64_t body_bytes;		/* filled: bytes of body */
-	struct cache_entry *entry;	/* filled: cache entry the response
-					 * body uses (caller pins it) */
-	struct disk_job *done;		/* in: finished helper job for this
-					 * request (see diskio.h), or NULL */
-	struct disk_job *pending;	/* filled: a helper job was started;
-					 * answer again when it is done */
-};
-/* Free a finished (or abandoned) static_serve job. */
-void static_job_release(struct disk_job *job);
-int static_serve(struct worker *w, struct request_ctx *rc, zc_agg *out);
-
-/* status.c */
-bool status_matches(const struct worker *w, const struct http_request *req);
-int status_serve(struct worker *w, struct request_ctx *rc, zc_agg *out);
 
 #endif

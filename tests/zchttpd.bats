@@ -197,6 +197,27 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 	[[ "$output" == *"zchttpd_requests_total "* ]]
 }
 
+# A miss waits for a helper thread and resumes where it stopped: one
+# lookup, one miss, whatever waited in between (with and without helpers).
+@test "a cache miss is counted once; the next request is a hit" {
+	for threads in 2 0; do
+		teardown
+		start_server --workers 1 --io-threads "$threads"
+		counts() {
+			curl -s "$URL/.zc/status" | python3 -c 'import json,sys; c=json.load(sys.stdin)["cache"]; print(c["misses"], c["hits"])'
+		}
+		read -r m0 h0 < <(counts)
+		[ "$(curl -s "$URL/dir/")" = 'in dir' ]
+		read -r m1 h1 < <(counts)
+		[ "$((m1 - m0))" -eq 1 ]
+		[ "$((h1 - h0))" -eq 0 ]
+		[ "$(curl -s "$URL/dir/")" = 'in dir' ]
+		read -r m2 h2 < <(counts)
+		[ "$((m2 - m1))" -eq 0 ]
+		[ "$((h2 - h1))" -eq 1 ]
+	done
+}
+
 @test "access log has Combined Log Format lines" {
 	curl -s -A 'agent "quoted"' -e http://ref/ "$URL/small.txt" >/dev/null
 	stop_server

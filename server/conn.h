@@ -1,0 +1,21 @@
+/*
+ * conn.h - HTTP connections, as the worker sees them (the handlers see
+ * them through request.h).
+ */
+#ifndef ZC_CONN_H
+#define ZC_CONN_H
+
+struct zh_worker;
+
+/* Accept what the listener has (up to a batch) and read each new
+ * connection's first request at once.  Returns 0 or a negative errno. */
+int conn_accept_all(struct zh_worker *w);
+/* Close idle connections now; the others close after their response. */
+void conn_close_idle(struct zh_worker *w);
+/* Close every connection now (shutdown deadline). */
+void conn_close_all(struct zh_worker *w);
+/* Run the work handlers posted for their connections (request.h); the
+ * worker calls this before the loop sleeps. */
+void conn_run_posted(struct zh_worker *w);
+
+#endif

@@ -1,0 +1,115 @@
+/*
+ * request.h - one HTTP request, from its parsed head to the end of its
+ * response, across any wait in between.
+ *
+ * Most requests are answered at once: a cache hit, the status page, an
+ * error.  Some have to wait -- a cache miss for a helper thread that opens
+ * and reads the file (diskio.h), a FastCGI request for its backend.  A
+ * waiting request keeps everything it was parsed into: its head stays
+ * where it was received (the connection does not compact its input past
+ * it) and its header slots are copied out of the worker's shared array,
+ * so when the wait ends the handler resumes where it stopped.  Nothing is
+ * parsed, normalized or looked up twice.
+ *
+ * The handler that made a request wait owns it until it calls
+ * request_finish().  Handlers run on the loop thread only.  A handler
+ * never frees the connection or the request: it appends to request_out(),
+ * asks for the output to be sent (request_send), and says when it is done;
+ * the connection does the rest from its own stack (conn.c keeps a list of
+ * connections with work posted, run before the loop sleeps), so a handler
+ * callback is never re-entered by the connection it serves.
+ */
+#ifndef ZC_REQUEST_H
+#define ZC_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "http_parser.h"
+#include "zc.h"
+
+struct zh_conn;
+struct zh_worker;
+struct zh_request;
+struct cache_entry;
+
+/* A waiting request's hooks, called by the connection on the loop. */
+struct zh_handler {
+	const char *name;
+	/* The connection is going away (client gone, timeout, shutdown):
+	 * drop every claim on r now; r is freed after this returns. */
+	void (*abort)(struct zh_request *r);
+	/* The queued response fell below the low-water mark after the
+	 * handler paused for backpressure (request_send returned false). */
+	void (*drained)(struct zh_request *r);
+	/* The client sent more bytes while the handler asked for input
+	 * (request_want_input): request bodies. */
+	void (*input)(struct zh_request *r);
+};
+
+struct zh_request {
+	struct zh_conn *conn;
+	struct zh_worker *w;
+	struct http_request http;	/* the parsed head (pointers into the
+					 * connection's input buffer) */
+	size_t head_len;		/* bytes of the head in that buffer */
+	bool head_only;			/* HEAD: no body */
+	bool keep_alive;		/* may the connection stay open */
+	int status;			/* the status sent (access log, counters) */
+	uint64_t body_bytes;		/* bytes of body in the response */
+	struct cache_entry *entry;	/* a cache entry the response body uses:
+					 * pinned until that response is sent */
+
+	/* While waiting: who owns the request, and its state. */
+	const struct zh_handler *handler;
+	void *wait;
+	struct http_header *own_headers;	/* copied from the worker slots */
+	size_t queued_at_start;		/* output queued before this response */
+	bool want_input;
+};
+
+/* Handlers' answers to "answer this request" (static_serve, ...):
+ * 0 the response is appended to the output; > 0 the status of an error
+ * page to send instead; ZH_WAIT the handler called request_wait(). */
+#define ZH_WAIT (-1)
+
+/* The aggregate this request's response is appended to. */
+zc_agg *request_out(struct zh_request *r);
+
+/* Park r under handler h with state `wait`.  Returns 0, or 503 when the
+ * header slots cannot be copied (the handler then answers with it). */
+int request_wait(struct zh_request *r, const struct zh_handler *h,
+		 void *wait);
+
+/*
+ * The handler is done with r.  err 0: the response is complete in the
+ * output.  err > 0: answer with that error page instead (only valid while
+ * none of this response has been queued).  ZH_TRUNCATED: the response
+ * was cut short after part of it was queued (a backend died): what is
+ * queued is sent and the connection closed, so the client cannot take
+ * the truncated body for a complete one.
+ */
+#define ZH_TRUNCATED (-2)
+void request_finish(struct zh_request *r, int err);
+
+/* Send what the handler appended so far (a streamed response).  Returns
+ * false when the queued output is above the high-water mark: the handler
+ * should stop producing until its drained hook is called. */
+bool request_send(struct zh_request *r);
+
+/* Bytes of this response queued and not yet sent. */
+size_t request_queued(const struct zh_request *r);
+
+/* Ask for (or stop asking for) the input hook when the client sends. */
+void request_want_input(struct zh_request *r, bool on);
+
+/* The bytes the connection has received after the head and not yet given
+ * to anyone (a request body, or pipelined requests after it). */
+void request_input(struct zh_request *r, const char **p, size_t *len);
+/* Drop the first n of those bytes (the body the handler used). */
+void request_input_consume(struct zh_request *r, size_t n);
+/* The client's socket, for a handler that reads a large body itself
+ * (read no more than the body's length: what follows is not its own). */
+int request_fd(const struct zh_request *r);
+
+#endif
