@@ -68,8 +68,14 @@ struct fcgi_header {
 
 /* Decode and check 8 header bytes: version 1, type 1..11 (a type above 11
  * is -EPROTO for a client; an application answers it with UNKNOWN_TYPE, so
- * fcgi_header_decode_any keeps it).  Management records (GET_VALUES,
- * GET_VALUES_RESULT, UNKNOWN_TYPE) must have request id 0, the others not. */
+ * fcgi_header_decode_any keeps it; type 0 is -EPROTO for both).  Management
+ * records (GET_VALUES, GET_VALUES_RESULT, UNKNOWN_TYPE, and with
+ * fcgi_header_decode_any a type above 11: spec 4.2 defines unknown types
+ * for management records only) must have request id 0, the others not.
+ * The fixed bodies have their fixed lengths: BEGIN_REQUEST, END_REQUEST and
+ * UNKNOWN_TYPE 8 bytes of content, ABORT_REQUEST none; else -EPROTO.
+ * Padding may be 0..255 whatever the content length.  0 or -EPROTO; *h is
+ * written only on success. */
 int fcgi_header_decode(const uint8_t b[FCGI_HEADER_LEN],
 		       struct fcgi_header *h);
 int fcgi_header_decode_any(const uint8_t b[FCGI_HEADER_LEN],
@@ -104,6 +110,15 @@ int fcgi_end_decode(const uint8_t *body, size_t len, struct fcgi_end *e);
 /* A whole END_REQUEST record (16 bytes) into out. */
 void fcgi_end_encode(uint8_t out[16], uint16_t request_id,
 		     uint32_t app_status, uint8_t protocol_status);
+/* The decoders: 0, or -EPROTO for a body that is not 8 bytes long (and for
+ * END_REQUEST, a protocolStatus other than the four above).  The role is
+ * not checked (an application answers an unknown one with UNKNOWN_ROLE),
+ * nor are reserved bytes. */
+
+/* UNKNOWN_TYPE body (8 bytes): type(1) reserved(7).  A whole UNKNOWN_TYPE
+ * record (16 bytes, request id 0) into out: an application's answer to a
+ * management record of a type it does not know. */
+void fcgi_unknown_type_encode(uint8_t out[16], uint8_t type);
 
 /*
  * Name-value pairs (PARAMS, GET_VALUES): each length is one byte (< 128)
@@ -117,15 +132,20 @@ struct fcgi_nv {
 	const char *value;
 	size_t value_len;
 };
+#define FCGI_NV_MAX_LEN 0x7fffffffu	/* a name's or a value's length */
+
 /* The pair at block[*off..len): 1 and *off advanced, 0 at the end of the
  * block, -EPROTO for a truncated or oversized pair (a length that runs past
- * the block).  An empty name is -EPROTO. */
+ * the block; *off > len).  An empty name is -EPROTO.  A 4-byte length below
+ * 128 is accepted.  Reads nothing outside block[*off..len); on an error
+ * *off and *nv are left alone. */
 int fcgi_nv_next(const uint8_t *block, size_t len, size_t *off,
 		 struct fcgi_nv *nv);
 /* Bytes fcgi_nv_encode writes for this pair. */
 size_t fcgi_nv_len(size_t name_len, size_t value_len);
 /* Append one pair at out[*off..cap): 0, or -ENOSPC (nothing written), or
- * -E2BIG for a length over 2^31-1. */
+ * -E2BIG for a length over FCGI_NV_MAX_LEN, or -EINVAL for an empty name
+ * (fcgi_nv_next would refuse it).  Lengths below 128 take one byte. */
 int fcgi_nv_encode(uint8_t *out, size_t cap, size_t *off, const char *name,
 		   size_t name_len, const char *value, size_t value_len);
 
@@ -133,9 +153,13 @@ int fcgi_nv_encode(uint8_t *out, size_t cap, size_t *off, const char *name,
  * The CGI response head an application writes at the start of its STDOUT
  * (RFC 3875 section 6): header lines up to an empty line.  Lines end in
  * CRLF or a bare LF (CGI scripts print "\n"); a bare CR, a NUL, other
- * control bytes in a value, obs-fold, a line without a colon, or a field
- * name that is not a token are -EPROTO.  Incremental like
- * http_parse_request: call again with the same bytes and more appended.
+ * control bytes (DEL included) in a value, obs-fold, a line without a
+ * colon, whitespace before the colon, or a field name that is not a token
+ * are -EPROTO.  Field names are matched case-insensitively.  Incremental
+ * like http_parse_request: call again with the same bytes and more
+ * appended; the parser keeps offsets only, so the buffer may move between
+ * calls; feeding a head in any number of pieces gives the same result as
+ * feeding it all at once.  Linear in the bytes over all calls.
  */
 struct cgi_field {
 	const char *name;
@@ -171,10 +195,29 @@ void cgi_head_parser_init(struct cgi_head_parser *p);
 /*
  * Parse buf[0..len).  Returns the length of the head including its empty
  * line (the body starts at buf + that), CGI_HEAD_INCOMPLETE, -EPROTO for
- * malformed input, -E2BIG when the head passes max_bytes or has more than
- * max_fields other fields.  Status: must be three digits and an optional
- * reason; a repeated Status, Location, Content-Type or Content-Length
- * (differing values) is -EPROTO.
+ * malformed input, -E2BIG when the head passes max_bytes (line ends and
+ * the empty line included) or has more than max_fields other fields.
+ *
+ *   Status:          three digits (100..999), then nothing or SP/HTAB and
+ *                    a reason (may be empty: reason_len 0): "200",
+ *                    "404 Not Found"; anything else is -EPROTO.
+ *   Content-Length:  1*DIGIT, at most INT64_MAX.
+ *   Location, Content-Type:  not empty.
+ *   Repeats:         a second Status, Location or Content-Type is -EPROTO;
+ *                    a second Content-Length is accepted only with the same
+ *                    value (byte for byte, as http_parse_request does).
+ *   No field at all (the head is only the empty line): -EPROTO (RFC 3875
+ *   6.2: one or more header fields).
+ *
+ * Errors come in the order of the lines: each line is checked against
+ * max_bytes, then for its syntax and the format above, as soon as it is
+ * complete; the rules about the whole head (repeats, no field, max_fields,
+ * in that priority: any -EPROTO before -E2BIG) when the empty line arrives.
+ * *h is written only when a call returns the head (or an error from those
+ * whole-head rules); fields point into buf.  Once complete, further calls
+ * return the head again.  After an error call cgi_head_parser_init before
+ * parsing anything else.  If len is smaller than on the previous call the
+ * parser starts over.
  */
 ssize_t cgi_head_parse(struct cgi_head_parser *p, const char *buf, size_t len,
 		       size_t max_bytes, struct cgi_head *h);
