@@ -18,13 +18,18 @@
  *	}
  *	bytes after the body (the next pipelined request) start at p.
  *
- * Strict: chunk-size is 1*HEXDIG (at most 16 digits, no sign or space
- * before it); chunk extensions (";name[=value]") are skipped but bounded
- * in total (max_ext); every chunk's data must be followed by CRLF; the
- * trailer section is parsed as header lines and dropped, bounded
- * (max_trailer bytes); a bare LF line end is accepted as in the request
- * head, a bare CR is not.  A body larger than max_body is -E2BIG, found
- * from the chunk-size before its data arrives.
+ * Strict: chunk-size is 1*HEXDIG (at most 16 digits, leading zeros
+ * included; no sign, "0x" or space before it); chunk extensions
+ * (BWS ";name[=value]", RFC 9112 7.1.1) are skipped but bounded in total
+ * (max_ext counts every byte between a chunk-size and its line end);
+ * their bytes must be field-value characters (no CTL but HTAB), and
+ * whitespace after the size must lead to a ';'; every chunk's data must be
+ * followed by CRLF; the trailer section is parsed as header lines (token
+ * ":" value, no obs-fold) and dropped, bounded (max_trailer counts every
+ * byte of the trailer fields, their line ends included, not the final
+ * empty line: 0 allows no trailer field); a bare LF line end is accepted as
+ * in the request head, a bare CR is not.  A body larger than max_body is
+ * -E2BIG, found from the chunk-size before its data arrives.
  */
 #ifndef ZC_HTTP_CHUNKED_H
 #define ZC_HTTP_CHUNKED_H
@@ -42,7 +47,7 @@ struct http_chunked_limits {
 
 struct http_chunked {
 	struct http_chunked_limits lim;
-	int state;		/* private */
+	int state;		/* private; a negative errno once broken */
 	uint64_t chunk_left;	/* data bytes left in the current chunk */
 	uint64_t body;		/* data bytes so far */
 	size_t ext;		/* extension bytes so far */
@@ -57,8 +62,15 @@ void http_chunked_init(struct http_chunked *d,
  * for len 0 or a finished body), -EPROTO for malformed framing, -E2BIG
  * past max_body, max_ext or max_trailer.  On success *data_off and
  * *data_len give the body data inside the consumed prefix (*data_len may
- * be 0).  The body is complete when http_chunked_done(): the bytes after
- * the last one consumed are no longer the body's.
+ * be 0).  A call stops before a second span of data: it consumes framing,
+ * at most one span, and the framing after it up to the next chunk's data
+ * (or the end of buf, or the end of the body).  The body is complete when
+ * http_chunked_done(): the bytes after the last one consumed are no longer
+ * the body's.  Never reads outside buf[0..len).  Errors are final: every
+ * later call returns the same one (and *data_len 0); data reported by
+ * earlier calls was the body's, whatever the error.  The data, the total
+ * consumed and the result never depend on how the body is cut into
+ * segments; only the slicing of the data into spans does.
  */
 ssize_t http_chunked_step(struct http_chunked *d, const char *buf,
 			  size_t len, size_t *data_off, size_t *data_len);
