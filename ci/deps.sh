@@ -23,6 +23,9 @@ DEB_PACKAGES=(
 	# zcbench preload: Apache httpd (mmap+write server); tests/preload_programs.bats:
 	# socat (socket inputs), Python's own test suite run under the preload
 	apache2 socat libpython3.11-testsuite
+	# FastCGI: libfcgi (the API cgi/ implements, and the apps built on it),
+	# the real applications zchttpd must serve unchanged, cgi-fcgi
+	libfcgi-dev libfcgi-bin php8.2-fpm php8.2-cli fcgiwrap
 )
 
 SUDO=()

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "http_parser.h"
+#include "http_lex.h"
 
 /* Empty lines skipped before the request line; more is 400. */
 #define MAX_LEADING_EMPTY 4
@@ -32,8 +33,7 @@
 
 /* ------------------------------------------------------ character classes */
 
-/* tchar (RFC 9110 5.6.2): the characters of methods and field names. */
-static const unsigned char tchar[256] = {
+const unsigned char http_tchar[256] = {
 	['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
 	['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
 	['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
@@ -51,30 +51,14 @@ static const unsigned char hostchar[256] = {
 	['%'] = 1,
 };
 
-/* VCHAR or obs-text: field-value characters other than SP/HTAB, and the
- * characters we accept in a request-target. */
-static inline int is_vchar(unsigned char c)
-{
-	return c > 0x20 && c != 0x7f;
-}
-
-static inline int is_ows(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-static inline unsigned char lower(unsigned char c)
-{
-	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
-}
-
 /* ASCII case-insensitive equality of s[0..n) with the lower-case `lc`. */
-static int lc_eq(const char *s, size_t n, const char *lc)
+int http_lc_eq(const char *s, size_t n, const char *lc)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (lc[i] == '\0' || lower((unsigned char)s[i]) != (unsigned char)lc[i])
+		if (lc[i] == '\0' ||
+		    http_lower((unsigned char)s[i]) != (unsigned char)lc[i])
 			return 0;
 	return lc[n] == '\0';
 }
@@ -138,7 +122,7 @@ static enum http_error parse_target(const char *s, size_t n,
 	size_t i, a;
 
 	for (i = 0; i < n; i++)
-		if (!is_vchar((unsigned char)s[i]))
+		if (!http_is_vchar((unsigned char)s[i]))
 			FAIL(HTTP_E_BAD_REQUEST, "bad character in request-target");
 	r->target = (struct http_str){ s, n };
 	r->path = (struct http_str){ NULL, 0 };
@@ -173,9 +157,9 @@ static enum http_error parse_target(const char *s, size_t n,
 		return HTTP_OK;
 	}
 	/* absolute-form: http[s]://authority[/path][?query] */
-	if (n > 7 && lc_eq(s, 7, "http://"))
+	if (n > 7 && http_lc_eq(s, 7, "http://"))
 		a = 7;
-	else if (n > 8 && lc_eq(s, 8, "https://"))
+	else if (n > 8 && http_lc_eq(s, 8, "https://"))
 		a = 8;
 	else
 		FAIL(HTTP_E_BAD_REQUEST, "bad request-target");
@@ -199,7 +183,7 @@ static enum http_error parse_request_line(const char *s, const char *e,
 	const char *q = s, *sp;
 	enum http_error err;
 
-	while (q < e && tchar[(unsigned char)*q])
+	while (q < e && http_tchar[(unsigned char)*q])
 		q++;
 	if (q == s || q == e || *q != ' ')
 		FAIL(HTTP_E_BAD_REQUEST, "bad method");
@@ -229,38 +213,48 @@ static enum http_error parse_request_line(const char *s, const char *e,
 
 /* ---------------------------------------------------------------- fields */
 
+const char *http_field_split(const char *s, const char *e,
+			     struct http_str *name, struct http_str *value)
+{
+	const char *q = s, *v, *ve;
+
+	if (s < e && http_is_ows(*s))
+		return "obs-fold (line folding)";
+	while (q < e && http_tchar[(unsigned char)*q])
+		q++;
+	if (q == e)
+		return "field without colon";
+	if (http_is_ows(*q))
+		return "whitespace before colon";
+	if (*q != ':' || q == s)
+		return "bad field name";
+	*name = (struct http_str){ s, (size_t)(q - s) };
+
+	for (v = q + 1; v < e && http_is_ows(*v); v++)
+		;
+	for (q = v; q < e; q++)
+		if (!http_is_vchar((unsigned char)*q) && !http_is_ows(*q))
+			return *q == '\r' ? "bare CR" :
+			       "control character in field value";
+	for (ve = e; ve > v && http_is_ows(ve[-1]); ve--)
+		;
+	*value = (struct http_str){ v, (size_t)(ve - v) };
+	return NULL;
+}
+
 /* field-name ":" OWS field-value OWS, line end excluded. */
 static enum http_error parse_field(const char *s, const char *e,
 				   struct http_header *h, const char **why)
 {
-	const char *q = s, *v, *ve;
+	const char *w = http_field_split(s, e, &h->name, &h->value);
 
-	if (is_ows(*s))
-		FAIL(HTTP_E_BAD_REQUEST, "obs-fold (line folding)");
-	while (q < e && tchar[(unsigned char)*q])
-		q++;
-	if (q == e)
-		FAIL(HTTP_E_BAD_REQUEST, "field without colon");
-	if (is_ows(*q))
-		FAIL(HTTP_E_BAD_REQUEST, "whitespace before colon");
-	if (*q != ':' || q == s)
-		FAIL(HTTP_E_BAD_REQUEST, "bad field name");
-	h->name = (struct http_str){ s, (size_t)(q - s) };
-
-	for (v = q + 1; v < e && is_ows(*v); v++)
-		;
-	for (q = v; q < e; q++)
-		if (!is_vchar((unsigned char)*q) && !is_ows(*q))
-			FAIL(HTTP_E_BAD_REQUEST, *q == '\r' ? "bare CR" :
-			     "control character in field value");
-	for (ve = e; ve > v && is_ows(ve[-1]); ve--)
-		;
-	h->value = (struct http_str){ v, (size_t)(ve - v) };
+	if (w)
+		FAIL(HTTP_E_BAD_REQUEST, w);
 	return HTTP_OK;
 }
 
 /* Content-Length = 1*DIGIT, at most INT64_MAX (an off_t). */
-static int parse_length(struct http_str v, uint64_t *out)
+int http_parse_decimal(struct http_str v, uint64_t *out)
 {
 	uint64_t x = 0;
 	size_t i;
@@ -288,12 +282,12 @@ static int next_element(struct http_str v, size_t *pos, struct http_str *el)
 
 	if (i > v.len)
 		return 0;
-	while (i < v.len && is_ows(v.p[i]))
+	while (i < v.len && http_is_ows(v.p[i]))
 		i++;
 	s = i;
 	while (i < v.len && v.p[i] != ',')
 		i++;
-	for (e = i; e > s && is_ows(v.p[e - 1]); e--)
+	for (e = i; e > s && http_is_ows(v.p[e - 1]); e--)
 		;
 	*el = (struct http_str){ v.p + s, e - s };
 	*pos = i + 1;
@@ -306,9 +300,9 @@ static void connection_tokens(struct http_str v, unsigned *flags)
 	size_t pos = 0;
 
 	while (next_element(v, &pos, &el)) {
-		if (lc_eq(el.p, el.len, "close"))
+		if (http_lc_eq(el.p, el.len, "close"))
 			*flags |= HTTP_F_CONN_CLOSE;
-		else if (lc_eq(el.p, el.len, "keep-alive"))
+		else if (http_lc_eq(el.p, el.len, "keep-alive"))
 			*flags |= HTTP_F_CONN_KEEP_ALIVE;
 	}
 }
@@ -325,10 +319,10 @@ static enum http_error transfer_coding(struct http_str v, const char **why)
 			continue;
 		n++;
 		last = el;
-		if (lc_eq(el.p, el.len, "chunked"))
+		if (http_lc_eq(el.p, el.len, "chunked"))
 			chunked++;
 	}
-	if (!last.p || !lc_eq(last.p, last.len, "chunked"))
+	if (!last.p || !http_lc_eq(last.p, last.len, "chunked"))
 		FAIL(HTTP_E_BAD_REQUEST, "Transfer-Encoding does not end in chunked");
 	if (chunked > 1)
 		FAIL(HTTP_E_BAD_REQUEST, "chunked applied twice");
@@ -360,7 +354,7 @@ static enum http_error semantics(struct http_request *r, const char **why)
 
 		switch (n.len) {
 		case 4:
-			if (!lc_eq(n.p, n.len, "host"))
+			if (!http_lc_eq(n.p, n.len, "host"))
 				break;
 			if (++hosts > 1)
 				FAIL(HTTP_E_BAD_REQUEST, "more than one Host");
@@ -370,25 +364,25 @@ static enum http_error semantics(struct http_request *r, const char **why)
 				r->host = v;
 			break;
 		case 5:
-			if (lc_eq(n.p, n.len, "range"))
+			if (http_lc_eq(n.p, n.len, "range"))
 				single(&r->range, &range, v);
 			break;
 		case 6:
-			if (lc_eq(n.p, n.len, "expect"))
+			if (http_lc_eq(n.p, n.len, "expect"))
 				single(&r->expect, &expect, v);
 			break;
 		case 10:
-			if (lc_eq(n.p, n.len, "connection"))
+			if (http_lc_eq(n.p, n.len, "connection"))
 				connection_tokens(v, &r->flags);
 			break;
 		case 13:
-			if (lc_eq(n.p, n.len, "if-none-match"))
+			if (http_lc_eq(n.p, n.len, "if-none-match"))
 				single(&r->if_none_match, &inm, v);
 			break;
 		case 14:
-			if (!lc_eq(n.p, n.len, "content-length"))
+			if (!http_lc_eq(n.p, n.len, "content-length"))
 				break;
-			if (parse_length(v, &r->content_length) < 0)
+			if (http_parse_decimal(v, &r->content_length) < 0)
 				FAIL(HTTP_E_BAD_REQUEST, "bad Content-Length");
 			if (cl.p && !str_eq(cl, v))
 				FAIL(HTTP_E_BAD_REQUEST, "conflicting Content-Length");
@@ -396,9 +390,9 @@ static enum http_error semantics(struct http_request *r, const char **why)
 			r->flags |= HTTP_F_CONTENT_LENGTH;
 			break;
 		case 17:
-			if (lc_eq(n.p, n.len, "if-modified-since")) {
+			if (http_lc_eq(n.p, n.len, "if-modified-since")) {
 				single(&r->if_modified_since, &ims, v);
-			} else if (lc_eq(n.p, n.len, "transfer-encoding")) {
+			} else if (http_lc_eq(n.p, n.len, "transfer-encoding")) {
 				if (++te > 1)
 					FAIL(HTTP_E_BAD_REQUEST, "more than one Transfer-Encoding");
 				tev = v;
@@ -427,7 +421,7 @@ static enum http_error semantics(struct http_request *r, const char **why)
 	    (r->minor == 1 || (r->flags & HTTP_F_CONN_KEEP_ALIVE)))
 		r->flags |= HTTP_F_KEEP_ALIVE;
 	if (r->minor == 1 && r->expect.p &&
-	    lc_eq(r->expect.p, r->expect.len, "100-continue"))
+	    http_lc_eq(r->expect.p, r->expect.len, "100-continue"))
 		r->flags |= HTTP_F_EXPECT_CONTINUE;
 	return HTTP_OK;
 }
@@ -437,12 +431,6 @@ static enum http_error semantics(struct http_request *r, const char **why)
 void http_parser_init(struct http_parser *p)
 {
 	memset(p, 0, sizeof(*p));
-}
-
-/* End of the line whose LF is at buf[lf], a CR before it excluded. */
-static size_t content_end(const char *buf, size_t start, size_t lf)
-{
-	return lf > start && buf[lf - 1] == '\r' ? lf - 1 : lf;
 }
 
 static ssize_t fail(struct http_request *r, enum http_error err,
@@ -464,7 +452,7 @@ static enum http_error check_lines(struct http_parser *p, const char *buf,
 	while (p->checked < to) {
 		size_t s = p->checked;
 		size_t lf = (const char *)memchr(buf + s, '\n', to - s) - buf;
-		size_t e = content_end(buf, s, lf);
+		size_t e = http_content_end(buf, s, lf);
 
 		memset(&scratch, 0, sizeof(scratch));
 		if (s == p->rl_start)
@@ -504,14 +492,14 @@ static ssize_t finish(struct http_parser *p, const char *buf, size_t end,
 
 	lf = p->rl_end - 1;
 	err = parse_request_line(buf + p->rl_start,
-				 buf + content_end(buf, p->rl_start, lf), r, &why);
+				 buf + http_content_end(buf, p->rl_start, lf), r, &why);
 	if (err)
 		return fail(r, err, why);
 	for (s = p->rl_end; s < end; s = lf + 1) {
 		size_t e;
 
 		lf = (const char *)memchr(buf + s, '\n', end - s) - buf;
-		e = content_end(buf, s, lf);
+		e = http_content_end(buf, s, lf);
 		if (e == s)
 			break;	/* the empty line */
 		err = parse_field(buf + s, buf + e, &slots[r->num_headers], &why);
@@ -545,7 +533,7 @@ ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
 		if (!nl)
 			break;
 		lf = nl - buf;
-		e = content_end(buf, s, lf);
+		e = http_content_end(buf, s, lf);
 		i = lf + 1;
 		p->line_start = i;
 		p->scanned = i;
@@ -609,8 +597,8 @@ const struct http_header *http_find_header(const struct http_request *req,
 		if (h->name.len != n)
 			continue;
 		for (k = 0; k < n; k++)
-			if (lower((unsigned char)h->name.p[k]) !=
-			    lower((unsigned char)name[k]))
+			if (http_lower((unsigned char)h->name.p[k]) !=
+			    http_lower((unsigned char)name[k]))
 				break;
 		if (k == n)
 			return h;

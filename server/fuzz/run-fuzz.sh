@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# server/fuzz/run-fuzz.sh [SECONDS] [TARGET...] - fuzz the HTTP parser and
-# the URI normalizer with libFuzzer, and fold what is new into the corpus.
+# server/fuzz/run-fuzz.sh [SECONDS] [TARGET...] - fuzz the protocol code
+# of zchttp with libFuzzer, and fold what is new into the corpus.
 #
 #   SECONDS   per target, default 60 (targets run one after the other)
-#   TARGET    http_parser, uri (default: both)
+#   TARGET    http_parser (request heads), uri (path normalizer), fcgi
+#             (FastCGI records, name-value pairs, CGI response heads),
+#             chunked (chunked bodies); default: all four
 #
 # Builds build-fuzz/fuzz_<target> with clang -fsanitize=fuzzer,address,
 # undefined (Debian: clang + libclang-rt-14-dev, which ci/deps.sh installs),
@@ -19,7 +21,7 @@ cd "$(dirname "$0")/../.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(http_parser uri)
+[ ${#targets[@]} -gt 0 ] || targets=(http_parser uri fcgi chunked)
 
 out=build-fuzz
 mkdir -p "$out/artifacts"
@@ -30,7 +32,8 @@ if ! "$CC" --version 2>/dev/null | grep -q clang; then
 fi
 cflags=(-g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer -Iserver)
-lib=(server/http_parser.c server/http_range.c server/http_date.c server/uri.c)
+lib=(server/http_parser.c server/http_range.c server/http_date.c server/uri.c
+	server/fcgi_proto.c server/http_chunked.c)
 
 status=0
 for t in "${targets[@]}"; do
