@@ -284,6 +284,16 @@ typedef struct zc_channel zc_channel;
  * channel; both ends call this.  The channel owns the socket from then on.
  * With a channel, iol_write/cs_write on zc_channel_fd() pass descriptors. */
 int zc_channel_open(int sock, zc_channel **out);
+/* zc_channel_open for an event loop: sends our side of the handshake and
+ * returns at once with a non-blocking channel whose peer may not have
+ * answered yet.  zc_channel_handshake completes it: 0 once done (also
+ * when it was done already), -EAGAIN while the peer's answer has not
+ * arrived (poll zc_channel_fd for POLLIN), another negative errno if the
+ * peer is not a channel.  recv and send complete it themselves and return
+ * -EAGAIN until then.  On failure of zc_channel_open_nb the socket is
+ * still the caller's. */
+int zc_channel_open_nb(int sock, zc_channel **out);
+int zc_channel_handshake(zc_channel *ch);
 /* A connected pair in this process (for fork, threads and tests). */
 int zc_channel_pair(zc_channel **a, zc_channel **b);
 /* The descriptor to poll for readability.  A wake-up reaches only a side

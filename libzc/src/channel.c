@@ -149,6 +149,7 @@ struct zc_channel {
 	bool used;		/* sent or received since it was claimed */
 	uint64_t serial;
 	bool nonblock, closed, peer_closed;
+	bool handshaking;	/* zc_channel_open_nb: no HELLO from the peer yet */
 	atomic_bool peer_gone, lingering;
 	atomic_int broken;	/* sticky protocol error, 0 if none */
 	unsigned sends;		/* for the occasional socket check */
@@ -598,12 +599,31 @@ static int map_peer_ring(zc_channel *ch, const struct hello_msg *m, int fd)
 	return 0;
 }
 
+/* The peer's HELLO, once peek_type has seen it coming. */
+static int hello_take(zc_channel *ch, int t)
+{
+	struct hello_msg m;
+	int fd, err;
+
+	if (t < 0)
+		return t;
+	if (t != MSG_HELLO)
+		return -EPROTO;
+	err = read_msg(ch, &m, sizeof(m), &fd);
+	if (err)
+		return err;
+	if (fd < 0)
+		return -EPROTO;
+	err = map_peer_ring(ch, &m, fd);
+	close(fd);
+	return err;
+}
+
 static int hello_recv(zc_channel *ch)
 {
 	struct pollfd p = { .fd = ch->sock, .events = POLLIN };
 	uint64_t deadline = now_ns() + HELLO_TIMEOUT_MS * 1000000ull;
-	struct hello_msg m;
-	int fd, err, t;
+	int t;
 
 	for (;;) {
 		t = peek_type(ch->sock);
@@ -617,18 +637,7 @@ static int hello_recv(zc_channel *ch)
 		    errno != EINTR)
 			return -errno;
 	}
-	if (t < 0)
-		return t;
-	if (t != MSG_HELLO)
-		return -EPROTO;
-	err = read_msg(ch, &m, sizeof(m), &fd);
-	if (err)
-		return err;
-	if (fd < 0)
-		return -EPROTO;
-	err = map_peer_ring(ch, &m, fd);
-	close(fd);
-	return err;
+	return hello_take(ch, t);
 }
 
 /* ------------------------------------------------------------ lend table */
@@ -1229,6 +1238,8 @@ int zc_channel_send(zc_channel *ch, const zc_agg *agg)
 		return -EINVAL;
 	if (ch->closed)
 		return -EBADF;
+	if (ch->handshaking && (err = zc_channel_handshake(ch)))
+		return err;
 	claim(ch);
 	/* Now and then look at the socket even when nothing waits: this is
 	 * how a sender that never blocks learns that its peer died. */
@@ -1406,6 +1417,8 @@ int zc_channel_recv(zc_channel *ch, zc_agg **out)
 		return -EINVAL;
 	if (ch->closed)
 		return -EBADF;
+	if (ch->handshaking && (r = zc_channel_handshake(ch)))
+		return r;
 	claim(ch);
 	if ((r = atomic_load(&ch->broken)))
 		return r;
@@ -1602,6 +1615,62 @@ int zc_channel_open(int sock, zc_channel **out)
 	return 0;
 }
 
+int zc_channel_open_nb(int sock, zc_channel **out)
+{
+	zc_channel *ch;
+	int type, fl, err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if ((err = check_socket(sock, &type)))
+		return err;
+	if (zc_channel_from_fd(sock))
+		return -EBUSY;
+	fl = fcntl(sock, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	if ((err = chan_new(sock, type, &ch)))
+		return err;
+	/* The socket itself stays blocking (a control message is never
+	 * left half sent); the channel's calls do not block. */
+	if ((fl & O_NONBLOCK) && fcntl(sock, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		err = -errno;
+	if (!err)
+		err = hello_send(ch);
+	if (err) {
+		fcntl(sock, F_SETFL, fl);
+		chan_free(ch, false);
+		return err;
+	}
+	ch->nonblock = true;
+	ch->handshaking = true;
+	*out = ch;
+	return 0;
+}
+
+int zc_channel_handshake(zc_channel *ch)
+{
+	int err;
+
+	if (!ch)
+		return -EINVAL;
+	if (!ch->handshaking)
+		return 0;
+	err = peek_type(ch->sock);
+	if (err == -EAGAIN)
+		return -EAGAIN;
+	err = hello_take(ch, err);
+	if (!err)
+		err = chan_register(ch);
+	if (err) {
+		atomic_store(&ch->broken, err);
+		return err;
+	}
+	ch->handshaking = false;
+	return 0;
+}
+
 int zc_channel_pair(zc_channel **a, zc_channel **b)
 {
 	zc_channel *ch[2] = { NULL, NULL };
@@ -1660,6 +1729,11 @@ void zc_channel_close(zc_channel *ch)
 	if (!ch || ch->closed)
 		return;
 	ch->closed = true;
+	if (ch->handshaking) {
+		/* Never registered, nothing lent or received yet. */
+		chan_free(ch, true);
+		return;
+	}
 	reg_set(ch->sock, ch, NULL);
 	/* A partial message: its buffers go back to the peer. */
 	zc_agg_release(ch->rx_agg);

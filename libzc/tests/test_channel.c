@@ -564,6 +564,75 @@ static void test_stream_socket(void **state)
 	zc_pool_destroy(pool);
 }
 
+/* zc_channel_open_nb: our half of the handshake goes out at once; the
+ * channel is usable (-EAGAIN until then) when the peer's half arrives,
+ * without ever blocking -- an event loop opens channels this way.  A peer
+ * that is not a channel, and a close before the handshake, are clean. */
+static void test_open_nonblocking(void **state)
+{
+	struct msg m;
+	zc_channel *a, *b;
+	zc_pool *pool;
+	zc_agg *got;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(zc_channel_open_nb(sv[0], &a), 0);
+	assert_int_equal(zc_channel_handshake(a), -EAGAIN);
+	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
+	msg_build(&m, pool, 77);
+	assert_int_equal(zc_channel_send(a, m.agg), -EAGAIN);
+	/* The peer opens the usual way: our HELLO is already there. */
+	assert_int_equal(zc_channel_open(sv[1], &b), 0);
+	struct pollfd p = { .fd = zc_channel_fd(a), .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	assert_int_equal(zc_channel_handshake(a), 0);
+	assert_int_equal(zc_channel_handshake(a), 0);	/* done is done */
+	assert_ptr_equal(zc_channel_from_fd(sv[0]), a);
+	assert_int_equal(zc_channel_send(a, m.agg), 0);
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	check_agg(got, m.len, 77);
+	zc_agg_release(got);
+	msg_free(&m);
+	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);	/* non-blocking */
+	zc_channel_close(a);
+	zc_channel_close(b);
+
+	/* A peer that speaks something else. */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(zc_channel_open_nb(sv[0], &a), 0);
+	assert_int_equal(write(sv[1], "\x01\x01\x00\x01\x00\x08\x00\x00", 8), 8);
+	assert_int_equal(zc_channel_handshake(a), -EPROTO);
+	assert_int_equal(zc_channel_recv(a, &got), -EPROTO);
+	zc_channel_close(a);
+	close(sv[1]);
+
+	/* Closed before the peer answered; and a peer that hung up. */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(zc_channel_open_nb(sv[0], &a), 0);
+	zc_channel_close(a);
+	assert_int_equal(fcntl(sv[0], F_GETFD), -1);	/* closed with it */
+	close(sv[1]);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(zc_channel_open_nb(sv[0], &a), 0);
+	close(sv[1]);
+	assert_int_equal(zc_channel_handshake(a), -EPIPE);
+	zc_channel_close(a);
+
+	/* Not a socket at all: refused, the descriptor stays the caller's. */
+	assert_int_equal(pipe(sv), 0);
+	assert_true(zc_channel_open_nb(sv[0], &a) < 0);
+	assert_null(a);
+	close(sv[0]);
+	close(sv[1]);
+	assert_int_equal(zc_channel_open_nb(-1, NULL), -EINVAL);
+	zc_channel_reclaim(0);
+	assert_int_equal(in_use(pool), 0);
+	zc_pool_destroy(pool);
+}
+
 /* ------------------------------------------------------- across fork */
 
 #define FORK_MSGS 200
@@ -1070,6 +1139,7 @@ int main(void)
 		cmocka_unit_test(test_nonblock_send_full),
 		cmocka_unit_test(test_message_longer_than_ring),
 		cmocka_unit_test(test_stream_socket),
+		cmocka_unit_test(test_open_nonblocking),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_peer_killed),
 		cmocka_unit_test(test_close_while_lent),
