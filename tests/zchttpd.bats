@@ -1,29 +1,7 @@
 #!/usr/bin/env bats
 # zchttpd end to end: the real server on 127.0.0.1, curl and raw requests.
 
-# ZCHTTPD may name another build (ci/test.sh runs this file again with the
-# ASan+UBSan binary).
-ZCHTTPD="${ZCHTTPD:-$BATS_TEST_DIRNAME/../build/server/zchttpd}"
-RAW="python3 $BATS_TEST_DIRNAME/helpers/rawhttp.py"
-
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-start_server() { # extra options...
-	PORT=$(free_port)
-	"$ZCHTTPD" --root "$ROOT" --listen "127.0.0.1:$PORT" --workers 2 \
-		--access-log "$BATS_TEST_TMPDIR/access.log" "$@" \
-		2>"$BATS_TEST_TMPDIR/server.err" &
-	PID=$!
-	URL="http://127.0.0.1:$PORT"
-	for _ in $(seq 100); do
-		curl -s -o /dev/null "http://127.0.0.1:$PORT/" && return 0
-		sleep 0.05
-	done
-	cat "$BATS_TEST_TMPDIR/server.err"
-	return 1
-}
+load helpers/server
 
 setup() {
 	ROOT="$BATS_TEST_TMPDIR/root"
@@ -39,32 +17,10 @@ setup() {
 	start_server
 }
 
-# SIGTERM, then wait at most 15 s for the graceful stop before SIGKILL: a
-# server that cannot stop fails the test instead of hanging the suite.
-stop_server() {
-	kill -TERM "$PID" 2>/dev/null || return 0
-	for _ in $(seq 150); do
-		kill -0 "$PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$PID" 2>/dev/null; then
-		kill -KILL "$PID"
-		echo "zchttpd did not stop within 15 s" >&2
-		return 1
-	fi
-	wait "$PID" 2>/dev/null || true
-}
-
 teardown() {
 	stop_server
-	# A sanitizer report from any server process fails the test.
-	if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' \
-		"$BATS_TEST_TMPDIR/server.err"; then
-		return 1
-	fi
+	check_sanitizers
 }
-
-code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 
 @test "static files: status codes and byte-exact bodies" {
 	[ "$(code "$URL/")" = 200 ]
