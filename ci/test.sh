@@ -200,12 +200,12 @@ export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-180}
 shopt -s nullglob
 run_bats_suite bats normal tests/*.bats
 shopt -u nullglob
-# The server once more, built with ASan+UBSan: its teardown fails a test
+# The server's files once more, built with ASan+UBSan: their teardown fails a test
 # on any sanitizer report from a server process.
 # Leak checking stays with the unit tests: LeakSanitizer's exit-time scan
 # of a process that keeps signals blocked (the master) can hang.
 ZCHTTPD=$PWD/build-asan/server/zchttpd ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-	run_bats_suite bats-asan asan tests/zchttpd.bats
+	run_bats_suite bats-asan asan tests/zchttpd.bats tests/fastcgi.bats
 run_pytest_suite
 run_kernel_suite
 

@@ -44,9 +44,11 @@
 #include "access_log.h"
 #include "cache.h"
 #include "conn.h"
+#include "fastcgi.h"
 #include "handlers.h"
 #include "request.h"
 #include "respond.h"
+#include "uri.h"
 #include "zchttpd.h"
 
 #define IN_CAP (32u << 10)		/* request head buffer */
@@ -78,10 +80,13 @@ struct zh_conn {
 					 * drain (request_send said so) */
 	bool posted;			/* on the worker's posted list */
 	bool in_process;		/* process() is on the stack */
+	bool rdhup_seen;		/* half-closed with requests pending */
 	struct zh_request req;		/* the request being answered */
 	uint64_t req_start;		/* stream offset where its response
 					 * begins (sent + queued then) */
 	struct sockaddr_storage peer;
+	struct sockaddr_storage local;	/* ours, asked for when needed */
+	bool have_local;
 	/* Cache entries used by queued responses, oldest first, each with
 	 * the stream offset where its response ends: once `sent` passes
 	 * it, the entry is unpinned. */
@@ -155,6 +160,10 @@ static void req_release(struct zh_conn *c)
 	c->req.want_input = false;
 	free(c->req.own_headers);
 	c->req.own_headers = NULL;
+	free(c->req.own_uri);
+	c->req.own_uri = NULL;
+	free(c->req.redirect);
+	c->req.redirect = NULL;
 }
 
 static void conn_free(struct zh_conn *c)
@@ -492,7 +501,37 @@ static int route(struct zh_conn *c, struct zh_request *r)
 {
 	struct zh_worker *w = c->w;
 	const struct http_request *req = &r->http;
+	bool get = req->method == HTTP_M_GET || req->method == HTTP_M_HEAD;
+	int bad_method = req->method == HTTP_M_OTHER ? 501 : 405;
+	const struct zh_fcgi_route *rt = NULL;
+	enum uri_error ue;
 
+	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
+	    req->content_length > w->cfg->max_body_bytes) {
+		/* Refused before anything else about it; its body is on its
+		 * way and will not be read. */
+		r->keep_alive = false;
+		c->linger = true;
+		return 413;
+	}
+	if (status_matches(w, req))
+		return get ? status_serve(r) : bad_method;
+	/* One normalization per request (uri.h), kept in the worker's
+	 * scratch; a request that waits takes a copy (request_wait). */
+	w->uri[0] = '/';
+	ue = uri_normalize_path(req->path.p, req->path.len, w->uri + 1,
+				sizeof(w->uri) - 1, &r->up);
+	if (ue != URI_OK) {
+		if (!get && !w->cfg->nfcgi)
+			return bad_method;
+		return ue == URI_E_TOO_LONG ? 414 : 400;
+	}
+	r->uri = w->uri;
+	r->uri_len = r->up.len + 1;
+	if (w->cfg->nfcgi)
+		rt = fastcgi_route(w, r->uri, r->uri_len);
+	if (rt)
+		return fastcgi_serve(r, rt);
 	/* A request body would have to be read and thrown away; the static
 	 * server takes none, so it answers and closes instead. */
 	if ((req->flags & HTTP_F_CHUNKED) ||
@@ -500,13 +539,8 @@ static int route(struct zh_conn *c, struct zh_request *r)
 		r->keep_alive = false;
 		c->linger = true;
 	}
-	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
-	    req->content_length > w->cfg->max_body_bytes)
-		return 413;	/* refused before anything else about it */
-	if (req->method != HTTP_M_GET && req->method != HTTP_M_HEAD)
-		return req->method == HTTP_M_OTHER ? 501 : 405;
-	if (status_matches(w, req))
-		return status_serve(r);
+	if (!get)
+		return bad_method;
 	return static_serve(r);
 }
 
@@ -586,11 +620,17 @@ static bool answer_buffered(struct zh_conn *c)
 static bool wait_in_handler(struct zh_conn *c)
 {
 	c->state = C_WAITING;
-	if (set_events(c, c->req.want_input ? EPOLLIN : 0)) {
+	/* EPOLLRDHUP: a client that leaves while its request waits aborts
+	 * it (on_io), unless it left pipelined bytes behind. */
+	if (set_events(c, c->req.want_input ? EPOLLIN | EPOLLRDHUP
+			  : c->rdhup_seen ? 0 : EPOLLRDHUP)) {
 		conn_free(c);
 		return false;
 	}
-	arm(c, &c->w->t_send);
+	if (c->req.handler->own_timeouts)
+		ev_timer_disarm(&c->timer);
+	else
+		arm(c, &c->w->t_send);
 	return true;
 }
 
@@ -666,9 +706,16 @@ int request_wait(struct zh_request *r, const struct zh_handler *h,
 	struct zh_conn *c = r->conn;
 	size_t n = r->http.num_headers;
 
-	/* The worker's header slots belong to the next request parsed on
-	 * any connection: a waiting request keeps a copy of its own. */
-	if (n) {
+	/* The worker's header slots and path scratch belong to the next
+	 * request parsed on any connection: a waiting request keeps copies
+	 * of its own (once: a redirected request has them already). */
+	if (r->uri && !r->own_uri) {
+		r->own_uri = strndup(r->uri, r->uri_len);
+		if (!r->own_uri)
+			return 503;
+		r->uri = r->own_uri;
+	}
+	if (n && !r->own_headers) {
 		r->own_headers = malloc(n * sizeof(*r->own_headers));
 		if (!r->own_headers)
 			return 503;
@@ -736,6 +783,88 @@ int request_fd(const struct zh_request *r)
 	return r->conn->fd;
 }
 
+ssize_t request_read(struct zh_request *r)
+{
+	struct zh_conn *c = r->conn;
+	ssize_t n;
+
+	if (c->in_len == IN_CAP)
+		return -ENOBUFS;	/* the handler must take some first */
+	n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	c->in_len += (size_t)n;
+	return n;
+}
+
+int request_continue(struct zh_request *r)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	struct zh_conn *c = r->conn;
+	int err;
+
+	if (r->http.minor < 1)
+		return 0;	/* HTTP/1.0 knows no interim responses */
+	err = zc_agg_append_bytes(c->out, NULL, cont, sizeof(cont) - 1);
+	if (err)
+		return err;
+	/* Not part of the final response (error pages, the log). */
+	c->req_start += sizeof(cont) - 1;
+	post(c);
+	return 0;
+}
+
+void request_redirect(struct zh_request *r, const char *path, size_t len)
+{
+	struct zh_conn *c = r->conn;
+	char *to;
+	int err;
+
+	r->handler = NULL;
+	r->wait = NULL;
+	r->want_input = false;
+	c->active = false;
+	c->paused = false;
+	if (++r->redirects > 10 || !(to = strndup(path, len))) {
+		request_finish(r, 500);
+		return;
+	}
+	free(r->redirect);
+	r->redirect = to;
+	/* The same request, now a GET of `to` without a body. */
+	r->http.method = HTTP_M_GET;
+	r->http.method_str = (struct http_str){ "GET", 3 };
+	r->http.target = r->http.path = (struct http_str){ to, len };
+	r->http.flags &= ~(HTTP_F_CONTENT_LENGTH | HTTP_F_CHUNKED |
+			   HTTP_F_EXPECT_CONTINUE);
+	r->http.content_length = 0;
+	free(r->own_uri);
+	r->own_uri = NULL;
+	r->uri = NULL;
+	r->entry = NULL;
+	r->status = 0;
+	r->body_bytes = 0;
+	err = route(c, r);
+	if (err != ZH_WAIT)
+		request_finish(r, err);
+}
+
+const struct sockaddr_storage *request_peer(const struct zh_request *r)
+{
+	return &r->conn->peer;
+}
+
+const struct sockaddr_storage *request_local(struct zh_request *r)
+{
+	struct zh_conn *c = r->conn;
+	socklen_t len = sizeof(c->local);
+
+	if (!c->have_local &&
+	    getsockname(c->fd, (struct sockaddr *)&c->local, &len) == 0)
+		c->have_local = true;
+	return &c->local;
+}
+
 /* ------------------------------------------------------------ input */
 
 static void do_read(struct zh_conn *c)
@@ -792,14 +921,25 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 	(void)loop;
 	(void)fd;
 	if (c->state == C_WAITING) {
+		char b;
+
 		if (c->req.want_input && (ev & EPOLLIN)) {
 			/* The handler reads (a request body); it reports
 			 * through request.h, which posts us. */
 			c->req.handler->input(&c->req);
 			return;
 		}
-		/* Only errors and hang-ups are reported now: the client is
-		 * gone; the handler's work is abandoned. */
+		if (!(ev & (EPOLLHUP | EPOLLERR)) &&
+		    recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+			/* Half-closed after more requests: they wait their
+			 * turn, and we cannot watch for the close any more
+			 * (it would be reported until they are read). */
+			c->rdhup_seen = true;
+			set_events(c, 0);
+			return;
+		}
+		/* The client is gone: the handler's work is abandoned (as
+		 * nginx does unless told to ignore client aborts). */
 		conn_free(c);
 		return;
 	}

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "access_log.h"
+#include "fcgi_spawn.h"
 #include "listen.h"
 #include "options.h"
 #include "stats.h"
@@ -48,6 +49,7 @@ struct master {
 	pid_t pids[ZCHTTPD_MAX_WORKERS];	/* current generation */
 	pid_t old[4 * ZCHTTPD_MAX_WORKERS];	/* stopping generations */
 	struct stats_area *stats;
+	struct fcgi_spawner *spawner;	/* --fastcgi-spawn processes */
 	bool stopping;
 	time_t restart_window;
 	int restarts;
@@ -193,8 +195,13 @@ static void reload(struct master *m)
 		options_free(&o);
 		return;
 	}
+	if (fcgi_spawn_adopt(m->spawner, &o.cfg)) {
+		options_free(&o);
+		return;
+	}
 	fd = open_root(o.cfg.root);
 	if (fd < 0) {
+		fcgi_spawn_adopt(m->spawner, &m->opt.cfg);	/* back */
 		options_free(&o);
 		return;
 	}
@@ -211,6 +218,7 @@ static void reload(struct master *m)
 	}
 	if (o.cfg.access_log && logfd < 0) {
 		fprintf(stderr, "zchttpd: reload refused\n");
+		fcgi_spawn_adopt(m->spawner, &m->opt.cfg);	/* back */
 		close(fd);
 		options_free(&o);
 		return;
@@ -241,6 +249,11 @@ static void reap(struct master *m)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (fcgi_spawn_reaped(m->spawner, pid, status)) {
+			if (!m->stopping)
+				fcgi_spawn_tick(m->spawner);
+			continue;
+		}
 		stats_retire(m->stats, pid);
 		if (forget_old(m, pid))
 			continue;
@@ -333,6 +346,11 @@ int main(int argc, char **argv)
 		perror("zchttpd: mmap");
 		return 1;
 	}
+	/* After --user: the applications run as the workers do. */
+	if (fcgi_spawn_start(&m.opt.cfg, (uid_t)-1, (gid_t)-1, &m.spawner)) {
+		fcgi_spawn_stop(m.spawner);
+		return 1;
+	}
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -349,9 +367,12 @@ int main(int argc, char **argv)
 		m.pids[i] = spawn(&m, i);
 
 	while (any_alive(&m)) {
+		long wait_ms = m.stopping ? -1 : fcgi_spawn_tick(m.spawner);
+		struct timespec ts = { wait_ms / 1000, wait_ms % 1000 * 1000000 };
 		siginfo_t si;
 
-		if (sigwaitinfo(&set, &si) < 0)
+		if ((wait_ms < 0 ? sigwaitinfo(&set, &si)
+				 : sigtimedwait(&set, &si, &ts)) < 0)
 			continue;
 		switch (si.si_signo) {
 		case SIGCHLD:
@@ -366,6 +387,8 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	/* The workers are gone: nothing needs the applications now. */
+	fcgi_spawn_stop(m.spawner);
 	fprintf(stderr, "zchttpd: stopped\n");
 	return 0;
 }

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
+#include "listen.h"
 #include "options.h"
 
 void options_usage(FILE *f)
@@ -33,13 +35,25 @@ void options_usage(FILE *f)
 "  --max-request-line N       bytes (default 8192; more: 414)\n"
 "  --max-headers N            header fields (default 100, at most 256; more: 431)\n"
 "  --max-header-bytes N       bytes of header fields (default 16384; more: 431)\n"
-"  --max-body SIZE            largest request body announced by Content-Length\n"
-"                             (default 1m; more: 413); bodies are never used\n"
+"  --max-body SIZE            largest request body (default 1m; more: 413);\n"
+"                             only FastCGI applications take bodies\n"
 "  --cache-size BYTES         unified cache budget per worker (default 256M)\n"
 "  --cache-ttl MS             revalidate cached files after this (default 1000)\n"
 "  --cache-small-max BYTES    keep bodies up to this in memory (default 64k)\n"
 "  --io-threads N             helper threads per worker for disk work (default 2;\n"
 "                             0: the loop opens and reads files itself)\n"
+"  --fastcgi MATCH=ADDR       send requests whose path starts with MATCH (\"/app\"),\n"
+"                             or has a segment ending in it (\"*.php\"), to the\n"
+"                             FastCGI backend ADDR: unix:PATH, HOST:PORT, or\n"
+"                             zc:PATH (zero-copy transport); repeatable\n"
+"  --fastcgi-spawn MATCH=[zc:]N:PROGRAM [ARGS]\n"
+"                             start N processes of PROGRAM on a socket of our\n"
+"                             own (fd 0), restart them if they exit, stop them\n"
+"                             with the server; repeatable\n"
+"  --fastcgi-timeout MS       an application must make progress within this\n"
+"                             (default 60000; else 504)\n"
+"  --fastcgi-conns N          connections per backend per worker (default 16)\n"
+"  --fastcgi-queue N          requests waiting for one (default 1024; then 503)\n"
 "  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
 "  --user NAME                drop privileges to NAME after binding\n"
 "  --help, --version\n");
@@ -61,6 +75,9 @@ void options_defaults(struct options *o)
 	o->cfg.cache_ttl_ms = 1000;
 	o->cfg.cache_small_max = 64u << 10;
 	o->cfg.io_threads = 2;
+	o->cfg.fcgi_timeout_ms = 60000;
+	o->cfg.fcgi_conns = 16;
+	o->cfg.fcgi_queue = 1024;
 }
 
 static int parse_uint(const char *v, unsigned long max, unsigned long *out)
@@ -133,6 +150,140 @@ void options_free(struct options *o)
 		free(k);
 	}
 	o->strings = NULL;
+	for (unsigned i = 0; i < o->cfg.nfcgi; i++)
+		free(o->cfg.fcgi[i].argv);
+	free(o->cfg.fcgi);
+	o->cfg.fcgi = NULL;
+	o->cfg.nfcgi = o->fcgi_cap = 0;
+}
+
+/* MATCH of a FastCGI route: "/prefix" or "*.suffix". */
+static int parse_match(struct zh_fcgi_route *rt, const char *m, size_t n)
+{
+	if (n >= 3 && m[0] == '*' && m[1] == '.') {
+		for (size_t i = 2; i < n; i++)
+			if (m[i] == '/' || m[i] == '*')
+				return -1;
+		rt->suffix = true;
+	} else if (!n || m[0] != '/') {
+		return -1;
+	}
+	rt->match_len = n;
+	return 0;
+}
+
+/* ADDR of a FastCGI backend. */
+static int parse_backend(struct zh_fcgi_route *rt, const char *a)
+{
+	struct sockaddr_un *un = (struct sockaddr_un *)&rt->addr;
+	const char *path = NULL;
+
+	memset(&rt->addr, 0, sizeof(rt->addr));
+	if (!strncmp(a, "unix:", 5)) {
+		rt->transport = ZH_FCGI_UNIX;
+		path = a + 5;
+	} else if (!strncmp(a, "zc:", 3)) {
+		rt->transport = ZH_FCGI_ZC;
+		path = a + 3;
+	} else {
+		rt->transport = ZH_FCGI_TCP;
+		return listen_parse(a, &rt->addr, &rt->addr_len) ? -1 : 0;
+	}
+	if (!*path || strlen(path) >= sizeof(un->sun_path))
+		return -1;
+	un->sun_family = AF_UNIX;
+	strcpy(un->sun_path, path);
+	rt->addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+				   strlen(path) + 1);
+	return 0;
+}
+
+/* The program and arguments of a spawned backend, split at blanks. */
+static char **split_argv(const char *s)
+{
+	size_t n = 0, len = strlen(s) + 1;
+	char **v, *copy;
+
+	for (const char *p = s; *p;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		n++;
+		while (*p && *p != ' ' && *p != '\t')
+			p++;
+	}
+	if (!n)
+		return NULL;
+	/* One block: the pointer array, then the strings. */
+	v = malloc((n + 1) * sizeof(*v) + len);
+	if (!v)
+		return NULL;
+	copy = (char *)(v + n + 1);
+	memcpy(copy, s, len);
+	n = 0;
+	for (char *p = copy; *p;) {
+		while (*p == ' ' || *p == '\t')
+			*p++ = 0;
+		if (!*p)
+			break;
+		v[n++] = p;
+		while (*p && *p != ' ' && *p != '\t')
+			p++;
+	}
+	v[n] = NULL;
+	return v;
+}
+
+/* --fastcgi MATCH=ADDR, --fastcgi-spawn MATCH=[zc:]N:PROGRAM [ARGS]. */
+static int add_route(struct options *o, const char *val, bool spawn)
+{
+	struct zh_config *c = &o->cfg;
+	const char *eq = strchr(val, '=');
+	struct zh_fcgi_route rt = { 0 };
+	unsigned long n;
+	char *end;
+
+	if (!eq)
+		return -1;
+	rt.spec = keep(o, val);
+	rt.match = rt.spec;
+	if (parse_match(&rt, val, (size_t)(eq - val)))
+		return -1;
+	val = eq + 1;
+	if (!spawn) {
+		if (parse_backend(&rt, val))
+			return -1;
+	} else {
+		rt.transport = ZH_FCGI_UNIX;
+		if (!strncmp(val, "zc:", 3)) {
+			rt.transport = ZH_FCGI_ZC;
+			val += 3;
+		}
+		errno = 0;
+		n = strtoul(val, &end, 10);
+		if (errno || end == val || *end != ':' || n < 1 || n > 256)
+			return -1;
+		rt.spawn = (unsigned)n;
+		rt.argv = split_argv(end + 1);
+		if (!rt.argv)
+			return -1;
+		/* The address is the master's to choose (fcgi_spawn.c). */
+		rt.addr.ss_family = AF_UNIX;
+	}
+	if (c->nfcgi == o->fcgi_cap) {
+		unsigned cap = o->fcgi_cap ? 2 * o->fcgi_cap : 4;
+		struct zh_fcgi_route *v = realloc(c->fcgi, cap * sizeof(*v));
+
+		if (!v) {
+			free(rt.argv);
+			return -1;
+		}
+		c->fcgi = v;
+		o->fcgi_cap = cap;
+	}
+	c->fcgi[c->nfcgi++] = rt;
+	return 0;
 }
 
 static int read_config(struct options *o, const char *path, int depth);
@@ -220,6 +371,21 @@ static int apply(struct options *o, const char *name, const char *val,
 		if (val)
 			goto bad;
 		c->follow_symlinks_outside = true;
+	} else if (!strcmp(name, "fastcgi") ||
+		   !strcmp(name, "fastcgi-spawn")) {
+		NEED_VAL();
+		if (add_route(o, val, name[7] == '-'))
+			goto bad;
+	} else if (!strcmp(name, "fastcgi-timeout")) {
+		NUM(fcgi_timeout_ms, 3600000);
+		if (!c->fcgi_timeout_ms)
+			goto bad;
+	} else if (!strcmp(name, "fastcgi-conns")) {
+		NUM(fcgi_conns, 4096);
+		if (!c->fcgi_conns)
+			goto bad;
+	} else if (!strcmp(name, "fastcgi-queue")) {
+		NUM(fcgi_queue, 1000000);
 	} else if (!strcmp(name, "user")) {
 		NEED_VAL();
 		o->user = keep(o, val);

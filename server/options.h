@@ -15,6 +15,7 @@ struct options {
 	const char *user;	/* --user NAME */
 	bool help, version;
 	struct opt_str *strings;	/* the values' copies (options.c) */
+	unsigned fcgi_cap;		/* room in cfg.fcgi */
 };
 
 void options_defaults(struct options *o);

@@ -25,7 +25,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/socket.h>
+
 #include "http_parser.h"
+#include "uri.h"
 #include "zc.h"
 
 struct zh_conn;
@@ -36,6 +39,9 @@ struct cache_entry;
 /* A waiting request's hooks, called by the connection on the loop. */
 struct zh_handler {
 	const char *name;
+	/* The handler bounds its own waits (FastCGI: --fastcgi-timeout);
+	 * otherwise the connection's send timeout bounds each wait. */
+	bool own_timeouts;
 	/* The connection is going away (client gone, timeout, shutdown):
 	 * drop every claim on r now; r is freed after this returns. */
 	void (*abort)(struct zh_request *r);
@@ -52,6 +58,9 @@ struct zh_request {
 	struct zh_worker *w;
 	struct http_request http;	/* the parsed head (pointers into the
 					 * connection's input buffer) */
+	const char *uri;		/* "/" + the normalized path (uri.h) */
+	size_t uri_len;
+	struct uri_path up;		/* its query points into the head */
 	size_t head_len;		/* bytes of the head in that buffer */
 	bool head_only;			/* HEAD: no body */
 	bool keep_alive;		/* may the connection stay open */
@@ -64,7 +73,9 @@ struct zh_request {
 	const struct zh_handler *handler;
 	void *wait;
 	struct http_header *own_headers;	/* copied from the worker slots */
-	size_t queued_at_start;		/* output queued before this response */
+	char *own_uri;			/* uri, copied out of the worker */
+	char *redirect;			/* the target of a local redirect */
+	unsigned redirects;
 	bool want_input;
 };
 
@@ -111,5 +122,18 @@ void request_input_consume(struct zh_request *r, size_t n);
 /* The client's socket, for a handler that reads a large body itself
  * (read no more than the body's length: what follows is not its own). */
 int request_fd(const struct zh_request *r);
+/* Read what the client sent into the connection's input (after what
+ * request_input shows): bytes read, 0 at EOF, -EAGAIN, or -errno. */
+ssize_t request_read(struct zh_request *r);
+/* Queue "100 Continue" ahead of the response (Expect: 100-continue). */
+int request_continue(struct zh_request *r);
+/* Serve `path` instead, as a GET without a body (a CGI local redirect,
+ * RFC 3875 6.2.2): the handler gives the request up (its state must be
+ * gone) and the request is routed again from the start. */
+void request_redirect(struct zh_request *r, const char *path, size_t len);
+
+/* The client's address, and ours on its connection. */
+const struct sockaddr_storage *request_peer(const struct zh_request *r);
+const struct sockaddr_storage *request_local(struct zh_request *r);
 
 #endif

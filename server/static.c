@@ -31,7 +31,7 @@
 #include "uri.h"
 #include "zchttpd.h"
 
-#define PATH_MAX_LEN 4096
+#define PATH_MAX_LEN ZH_PATH_MAX
 
 static int status_for_errno(int err)
 {
@@ -380,23 +380,22 @@ static const struct zh_handler static_handler = {
 
 int static_serve(struct zh_request *r)
 {
-	const struct http_request *req = &r->http;
 	struct zh_worker *w = r->w;
-	char path[PATH_MAX_LEN], key[PATH_MAX_LEN + 2];
+	const struct uri_path *up = &r->up;
+	char key[PATH_MAX_LEN + 2];
 	struct static_job *j, local;
 	struct cache_entry *e;
-	struct uri_path up;
-	enum uri_error ue;
+	size_t klen = r->uri_len;
 	int err;
 
-	ue = uri_normalize_path(req->path.p, req->path.len, path, sizeof(path),
-				&up);
-	if (ue != URI_OK)
-		return ue == URI_E_TOO_LONG ? 414 : 400;
-	/* The key keeps the trailing slash: "/dir" redirects, "/dir/" is
-	 * the index. */
-	snprintf(key, sizeof(key), "/%s%s", path,
-		 up.trailing_slash && up.len ? "/" : "");
+	/* The key is the normalized path with its trailing slash: "/dir"
+	 * redirects, "/dir/" is the index. */
+	if (klen + 2 > sizeof(key))
+		return 414;
+	memcpy(key, r->uri, klen);
+	if (up->trailing_slash && up->len)
+		key[klen++] = '/';
+	key[klen] = 0;
 	e = cache_lookup(w->cache, key, ev_now_ms(w->loop));
 	if (e) {
 		err = serve_entry(r, e);
@@ -409,12 +408,13 @@ int static_serve(struct zh_request *r)
 		return 503;
 	j->r = r;
 	j->w = w;
-	j->up = up;
+	j->up = *up;
 	j->now = ev_now_ms(w->loop);
 	j->status = 0;
 	j->entry = NULL;
-	memcpy(j->key, key, sizeof(key));
-	memcpy(j->path, path, up.len + 1);
+	memcpy(j->key, key, klen + 1);
+	memcpy(j->path, r->uri + 1, up->len);
+	j->path[up->len] = 0;
 	if (!w->diskio) {
 		prepare(j);
 		err = answer_prepared(r, j);

@@ -127,11 +127,13 @@ int worker_run(struct zh_worker *w)
 	ev_timer_list_init(&w->t_idle, cfg->keepalive_timeout_ms);
 	ev_timer_list_init(&w->t_send, cfg->send_timeout_ms);
 	ev_timer_list_init(&w->t_linger, 2000);
+	ev_timer_list_init(&w->t_fcgi, cfg->fcgi_timeout_ms);
 	ev_timer_list_init(&t_shutdown, cfg->shutdown_timeout_ms);
 	ev_timer_list_register(w->loop, &w->t_header);
 	ev_timer_list_register(w->loop, &w->t_idle);
 	ev_timer_list_register(w->loop, &w->t_send);
 	ev_timer_list_register(w->loop, &w->t_linger);
+	ev_timer_list_register(w->loop, &w->t_fcgi);
 	ev_timer_list_register(w->loop, &t_shutdown);
 	struct cache_config cc = {
 		.budget = cfg->cache_bytes,
@@ -152,6 +154,11 @@ int worker_run(struct zh_worker *w)
 		if (err)
 			return err;
 	}
+	if (!realpath(cfg->root, w->root_abs))
+		return -errno;
+	err = fastcgi_worker_init(w);
+	if (err)
+		return err;
 	err = access_log_adopt(w->logfd, &w->log);
 	if (err)
 		return err;
@@ -164,7 +171,9 @@ int worker_run(struct zh_worker *w)
 	err = ev_run(w->loop);
 
 	/* Deadline passed or all done: whatever is left is cut off. */
-	conn_close_all(w);	/* abandons their helper jobs */
+	conn_close_all(w);	/* abandons their helper jobs, aborts their
+				 * FastCGI requests */
+	fastcgi_worker_fini(w);
 	diskio_stop(w->diskio);	/* their requests are gone: jobs freed */
 	access_log_close(w->log);
 	publish_stats(w);	/* final: the master folds them when we exit */

@@ -18,10 +18,12 @@
 #include "cache.h"
 #include "diskio.h"
 #include "event.h"
+#include "fastcgi.h"
 #include "http_parser.h"
 #include "zc.h"
 
 #define ZCHTTPD_MAX_WORKERS 64
+#define ZH_PATH_MAX 4096		/* a normalized request path */
 
 struct zh_config {
 	const char *root;		/* document root */
@@ -41,6 +43,11 @@ struct zh_config {
 	unsigned cache_ttl_ms;		/* revalidate entries older than this */
 	uint64_t cache_small_max;	/* bodies up to this live in memory */
 	unsigned io_threads;		/* helper threads per worker (0: none) */
+	struct zh_fcgi_route *fcgi;	/* FastCGI routes (fastcgi.h), in order */
+	unsigned nfcgi;
+	unsigned fcgi_timeout_ms;	/* no progress from an app: 504 */
+	unsigned fcgi_conns;		/* connections per backend per worker */
+	unsigned fcgi_queue;		/* requests waiting for one: 503 beyond */
 };
 
 /* Counters of one worker, in shared memory (only its worker writes). */
@@ -70,7 +77,7 @@ struct zh_worker {
 	int sigfd;
 	bool stopping;			/* SIGTERM: finish and exit */
 	uint64_t stop_deadline_ms;
-	struct ev_timer_list t_header, t_idle, t_send, t_linger;
+	struct ev_timer_list t_header, t_idle, t_send, t_linger, t_fcgi;
 	struct zh_conn *conns;		/* list of open connections */
 	struct zh_conn *posted;		/* connections with handler work */
 	unsigned nconns;
@@ -81,6 +88,9 @@ struct zh_worker {
 	struct access_log *log;
 	struct cache *cache;
 	struct diskio *diskio;		/* helper threads, or NULL */
+	struct fcgi_upstream *upstreams;	/* one per FastCGI route */
+	char root_abs[ZH_PATH_MAX];	/* --root as an absolute path (CGI) */
+	char uri[ZH_PATH_MAX + 1];	/* the request path being routed */
 	/* Requests are parsed one at a time: header slots are per worker
 	 * (a request that has to wait takes a copy, request.h). */
 	struct http_header slots[256];

@@ -1,0 +1,79 @@
+/*
+ * fcgi_upstream.h - connections to FastCGI backends, per worker.
+ *
+ * A link is one connection to a backend, serving one request at a time
+ * (request id 1) and kept for the next with FCGI_KEEP_CONN.  Each
+ * backend has a bounded pool of links (--fastcgi-conns) and a bounded
+ * queue of requests waiting for one (--fastcgi-queue; 503 beyond).
+ * Links are non-blocking and live in the worker's loop: a slow or dead
+ * backend never stalls anything else.  The transport -- bytes on a socket,
+ * or a libzc channel whose messages carry the records as descriptors -- is
+ * this file's business alone: above it a link sends and receives records
+ * as aggregates.
+ *
+ * A request talks to its link through a fcgi_client: the link calls it
+ * back (attached, one record at a time, failed, writable) from the loop.
+ */
+#ifndef ZC_FCGI_UPSTREAM_H
+#define ZC_FCGI_UPSTREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fcgi_proto.h"
+#include "zc.h"
+
+struct zh_worker;
+struct zh_fcgi_route;
+struct fcgi_link;
+
+struct fcgi_client {
+	/* A link is ready for this request: send its records now. */
+	void (*attached)(struct fcgi_client *cl, struct fcgi_link *l);
+	/* One record for this request (STDOUT, STDERR, END_REQUEST).
+	 * `content` (NULL when empty) is the callee's to keep or release.
+	 * After END_REQUEST the client must release the link. */
+	void (*record)(struct fcgi_client *cl, const struct fcgi_header *h,
+		       zc_agg *content);
+	/* The link failed or timed out before END_REQUEST (502 or 504 is
+	 * what a server answers); the link is gone when this returns. */
+	void (*failed)(struct fcgi_client *cl, int status);
+	/* What the client sent drained below the low-water mark. */
+	void (*writable)(struct fcgi_client *cl);
+	struct fcgi_client *qnext;	/* the backend's queue (private) */
+	bool queued;			/* (private) */
+};
+
+/* Ask for a link to the route's backend: one now (attached is called
+ * before this returns), one being opened, or a place in the queue.
+ * Returns 0, or 503 when the queue is full, 502 when a connection
+ * cannot even be started. */
+int fcgi_link_acquire(struct zh_worker *w, const struct zh_fcgi_route *rt,
+		      struct fcgi_client *cl);
+/* A queued client gives up (its request went away). */
+void fcgi_link_cancel(struct zh_worker *w, const struct zh_fcgi_route *rt,
+		      struct fcgi_client *cl);
+
+/* Queue records (their slices move out of `records`, which is left
+ * empty) and send what the backend takes.  0, or a negative errno when
+ * out of memory (the link then fails). */
+int fcgi_link_send(struct fcgi_link *l, zc_agg *records);
+/* Bytes queued and not yet taken by the backend. */
+size_t fcgi_link_queued(const struct fcgi_link *l);
+/* Hold back (or resume) the delivery of records: the client's own output
+ * is full.  While held, the link does not read from the backend. */
+void fcgi_link_hold(struct fcgi_link *l, bool hold);
+/* The request is done with the link.  reusable: it ended cleanly with
+ * END_REQUEST and every record of it was sent: keep the connection. */
+void fcgi_link_release(struct fcgi_link *l, bool reusable);
+/* The request goes away mid-way: FCGI_ABORT_REQUEST, then records are
+ * dropped until END_REQUEST and the connection is reused (or closed). */
+void fcgi_link_abort(struct fcgi_link *l);
+/* How many requests the link served before this one (0: a new link). */
+unsigned long fcgi_link_served(const struct fcgi_link *l);
+
+/* Per worker: set up and tear down the pools (fastcgi.h calls these). */
+int fcgi_upstreams_init(struct zh_worker *w);
+void fcgi_upstreams_fini(struct zh_worker *w);
+
+#endif

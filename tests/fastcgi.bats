@@ -1,0 +1,284 @@
+#!/usr/bin/env bats
+# zchttpd as a FastCGI client, end to end: the real server, a libfcgi
+# application (tests/fastcgi/fcgi_probe.c, Debian's libfcgi) started by
+# --fastcgi-spawn or on its own, curl and raw requests.
+
+load helpers/server
+
+setup_file() {
+	export PROBE="$BATS_FILE_TMPDIR/fcgi_probe"
+	cc -O2 -Wall -Wextra -Werror -o "$PROBE" \
+		"$BATS_TEST_DIRNAME/fastcgi/fcgi_probe.c" -lfcgi
+}
+
+setup() {
+	ROOT="$BATS_TEST_TMPDIR/root"
+	mkdir -p "$ROOT/dir"
+	echo '<h1>index</h1>' > "$ROOT/index.html"
+	echo 'static page' > "$ROOT/dir/page.txt"
+}
+
+teardown() {
+	stop_server
+	check_sanitizers
+}
+
+# The probe's body of n bytes.
+expected() { # n
+	python3 -c 'import sys
+a = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+n = int(sys.argv[1])
+sys.stdout.buffer.write((a * (n // 62 + 1))[:n])' "$1"
+}
+
+probe() { # extra options...
+	start_server --fastcgi-spawn "/probe=2:$PROBE" "$@"
+}
+
+@test "bodies are byte-exact at every size threshold, framed by length or chunks" {
+	probe
+	for n in 0 1 16383 16384 16385 65535 65536 65537 1048576; do
+		want=$(expected "$n" | sha256sum)
+		[ "$(curl -s "$URL/probe?size=$n" | sha256sum)" = "$want" ]
+		[ "$(curl -s "$URL/probe?size=$n&len" | sha256sum)" = "$want" ]
+		[ "$(curl -s "$URL/probe?size=$n&chunk=1000" | sha256sum)" = "$want" ]
+	done
+	run curl -si "$URL/probe?size=10"
+	[[ "$output" == *"Transfer-Encoding: chunked"* ]]
+	run curl -si "$URL/probe?size=10&len"
+	[[ "$output" == *"Content-Length: 10"* ]]
+	[[ "$output" != *"Transfer-Encoding"* ]]
+}
+
+@test "HTTP/1.1 keeps the connection; HTTP/1.0 gets the body closed-delimited" {
+	probe
+	req='GET /probe?size=100 HTTP/1.1\r\nHost: x\r\n\r\nGET /probe?size=70000 HTTP/1.1\r\nHost: x\r\n\r\nGET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+	run bash -c "printf '$req' | $RAW $PORT"
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | grep -c '^HTTP/1.1 200')" -eq 3 ]
+	[[ "$output" == *"<h1>index</h1>"* ]]
+	run bash -c "printf 'GET /probe?size=5 HTTP/1.0\r\n\r\n' | $RAW $PORT"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"Connection: close"* ]]
+	[[ "$output" != *"chunked"* ]]
+	[[ "$output" == *$'\r\n\r\n01234' ]]
+}
+
+@test "HEAD gets the head only" {
+	probe
+	run bash -c "printf 'HEAD /probe?size=5000&len HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' | $RAW $PORT"
+	[[ "$output" == *"Content-Length: 5000"* ]]
+	[ "$(printf '%s' "$output" | wc -c)" -lt 400 ]
+}
+
+@test "CGI/1.1 parameters as nginx's fastcgi_params give them" {
+	probe
+	run curl -s -H 'X-Custom: one' -H 'X-Custom: two' -H 'Cookie: a=1' \
+		-H 'Cookie: b=2' -H 'Proxy: evil' -H 'X_Under: no' \
+		-H 'Content-Type: text/x-test' --data-binary 'abc' \
+		"$URL/probe/extra/path?params&q=1"
+	[[ "$output" == *"REQUEST_METHOD=POST"* ]]
+	[[ "$output" == *"SCRIPT_NAME=/probe"$'\n'* ]]
+	[[ "$output" == *"PATH_INFO=/extra/path"$'\n'* ]]
+	[[ "$output" == *"QUERY_STRING=params&q=1"$'\n'* ]]
+	[[ "$output" == *"REQUEST_URI=/probe/extra/path?params&q=1"$'\n'* ]]
+	[[ "$output" == *"SCRIPT_FILENAME=$(realpath "$ROOT")/probe"$'\n'* ]]
+	[[ "$output" == *"DOCUMENT_ROOT=$(realpath "$ROOT")"$'\n'* ]]
+	[[ "$output" == *"CONTENT_TYPE=text/x-test"$'\n'* ]]
+	[[ "$output" == *"CONTENT_LENGTH=3"$'\n'* ]]
+	[[ "$output" == *"SERVER_PROTOCOL=HTTP/1.1"$'\n'* ]]
+	[[ "$output" == *"SERVER_PORT=$PORT"$'\n'* ]]
+	[[ "$output" == *"SERVER_ADDR=127.0.0.1"$'\n'* ]]
+	[[ "$output" == *"SERVER_NAME=127.0.0.1"$'\n'* ]]
+	[[ "$output" == *"REMOTE_ADDR=127.0.0.1"$'\n'* ]]
+	[[ "$output" == *"REMOTE_PORT="* ]]
+	[[ "$output" == *"GATEWAY_INTERFACE=CGI/1.1"$'\n'* ]]
+	[[ "$output" == *"HTTPS=off"$'\n'* ]]
+	[[ "$output" == *"HTTP_HOST=127.0.0.1:$PORT"$'\n'* ]]
+	[[ "$output" == *"HTTP_X_CUSTOM=one, two"$'\n'* ]]
+	[[ "$output" == *"HTTP_COOKIE=a=1; b=2"$'\n'* ]]
+	[[ "$output" != *"HTTP_PROXY"* ]]
+	[[ "$output" != *"HTTP_X_UNDER"* ]]
+	[[ "$output" != *"HTTP_CONTENT_TYPE"* ]]
+	# A suffix route splits the script at its first *.ext segment.
+	teardown
+	start_server --fastcgi-spawn "*.cgi=1:$PROBE"
+	run curl -s "$URL/dir/run.cgi/more?params"
+	[[ "$output" == *"SCRIPT_NAME=/dir/run.cgi"$'\n'* ]]
+	[[ "$output" == *"PATH_INFO=/more"$'\n'* ]]
+	[ "$(code "$URL/dir/page.txt")" = 200 ]
+}
+
+@test "request bodies: Content-Length and chunked, up to 100 MiB streamed, 413 beyond --max-body" {
+	probe --max-body 200m
+	head -c 100000000 /dev/urandom > "$BATS_TEST_TMPDIR/body"
+	want=$(python3 -c '
+import sys
+h = 0xcbf29ce484222325
+d = open(sys.argv[1], "rb").read()
+for b in d: h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+print("%d %016x" % (len(d), h))' "$BATS_TEST_TMPDIR/body")
+	[ "$(curl -s --data-binary @"$BATS_TEST_TMPDIR/body" "$URL/probe?echo")" = "$want" ]
+	[ "$(curl -s -H 'Transfer-Encoding: chunked' --data-binary @"$BATS_TEST_TMPDIR/body" "$URL/probe?echo")" = "$want" ]
+	# Small bodies, the bytes arriving with the head.
+	[ "$(curl -s --data-binary 'hello' "$URL/probe?echo")" = "5 $(printf '%016x' "$(python3 -c '
+h = 0xcbf29ce484222325
+for b in b"hello": h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+print(h)')")" ]
+	run bash -c "printf 'POST /probe?echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: x\r\n\r\n' | $RAW $PORT"
+	[[ "$output" == *$'\r\n5 '* ]]
+	teardown
+	probe --max-body 1k
+	head -c 2000 /dev/zero > "$BATS_TEST_TMPDIR/small"
+	[ "$(code --data-binary @"$BATS_TEST_TMPDIR/small" "$URL/probe?echo")" = 413 ]
+	[ "$(code -H 'Transfer-Encoding: chunked' --data-binary @"$BATS_TEST_TMPDIR/small" "$URL/probe?echo")" = 413 ]
+	[ "$(code "$URL/probe?size=3")" = 200 ]
+}
+
+@test "Status, redirects (local and to the client) and the app's headers" {
+	probe
+	run curl -si "$URL/probe?status=404&size=3&len"
+	[[ "$output" == "HTTP/1.1 404 Probe"* ]]
+	[[ "$output" == *$'\r\n\r\n012' ]]
+	run curl -si "$URL/probe?redirect=/dir/page.txt"
+	[[ "$output" == "HTTP/1.1 200 OK"* ]]
+	[[ "$output" == *"static page"* ]]
+	run curl -si "$URL/probe?redirect=http://example.com/x"
+	[[ "$output" == "HTTP/1.1 302 Found"* ]]
+	[[ "$output" == *"Location: http://example.com/x"* ]]
+}
+
+@test "faults: no backend 502, app dies before its head 502, after it the connection is cut" {
+	start_server --fastcgi "/none=unix:$BATS_TEST_TMPDIR/nothing.sock" \
+		--fastcgi "/tcp=127.0.0.1:1" --fastcgi-spawn "/probe=1:$PROBE"
+	[ "$(code "$URL/none")" = 502 ]
+	[ "$(code "$URL/tcp")" = 502 ]
+	[ "$(code "$URL/probe?die=head")" = 502 ]
+	run curl -s -o /dev/null "$URL/probe?die=body&size=1000000&chunk=10000"
+	[ "$status" -eq 18 ]	# curl: partial body, never a complete one
+	run curl -s -o /dev/null "$URL/probe?die=body&size=1000000&chunk=10000&len"
+	[ "$status" -eq 18 ]
+	[ "$(code "$URL/probe?nohead")" = 502 ]
+	# The app was restarted by the master; the server still serves.
+	for _ in $(seq 50); do
+		[ "$(code "$URL/probe?size=3")" = 200 ] && break
+		sleep 0.1
+	done
+	[ "$(code "$URL/probe?size=3")" = 200 ]
+	[ "$(code "$URL/index.html")" = 200 ]
+	grep -q 'fastcgi /probe=1:.*exited with 3; restarting' "$BATS_TEST_TMPDIR/server.err"
+}
+
+@test "faults: malformed records 502 and the backend connection dropped; --fastcgi-timeout 504" {
+	probe --fastcgi-timeout 500
+	[ "$(code "$URL/probe?garbage")" = 502 ]
+	[ "$(code "$URL/probe?size=10")" = 200 ]
+	[ "$(code "$URL/probe?sleep=2000")" = 504 ]
+	grep -q 'timed out' "$BATS_TEST_TMPDIR/server.err"
+	sleep 2
+	[ "$(code "$URL/probe?size=10")" = 200 ]
+}
+
+@test "FCGI_STDERR goes to the error log with the request" {
+	probe
+	[ "$(code "$URL/probe?stderr=3&size=1")" = 200 ]
+	grep -q 'stderr: probe stderr line 2 (request "GET /probe?stderr=3&size=1")' \
+		"$BATS_TEST_TMPDIR/server.err"
+	grep -q '"GET /probe?stderr=3&size=1 HTTP/1.1" 200 ' "$BATS_TEST_TMPDIR/access.log" ||
+		{ stop_server; grep -q '"GET /probe?stderr=3&size=1 HTTP/1.1" 200 ' "$BATS_TEST_TMPDIR/access.log"; }
+}
+
+@test "a slow backend blocks neither the loop nor static requests" {
+	probe --workers 1
+	curl -s "$URL/probe?sleep=3000&size=5" > "$BATS_TEST_TMPDIR/slow.out" &
+	slow=$!
+	sleep 0.3
+	[ "$(curl -s "$URL/index.html")" = '<h1>index</h1>' ]
+	[ "$(curl -s "$URL/probe?size=5")" = '01234' ]	# the other app process
+	kill -0 "$slow"		# the slow one is still waiting
+	wait "$slow"
+	[ "$(cat "$BATS_TEST_TMPDIR/slow.out")" = '01234' ]
+}
+
+@test "bounded pool: --fastcgi-conns and --fastcgi-queue, 503 beyond" {
+	start_server --workers 1 --fastcgi-conns 1 --fastcgi-queue 1 \
+		--fastcgi-spawn "/probe=1:$PROBE"
+	curl -s -o /dev/null -w '%{http_code}\n' "$URL/probe?sleep=1500" > "$BATS_TEST_TMPDIR/a" &
+	a=$!
+	sleep 0.3
+	curl -s -o /dev/null -w '%{http_code}\n' "$URL/probe?size=1" > "$BATS_TEST_TMPDIR/b" &
+	b=$!
+	sleep 0.3
+	[ "$(code "$URL/probe?size=1")" = 503 ]		# the queue is full
+	wait "$a" "$b"
+	[ "$(cat "$BATS_TEST_TMPDIR/a")" = 200 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/b")" = 200 ]	# served after the first
+}
+
+@test "a client that leaves aborts its request; nothing leaks, the link is reused" {
+	probe --workers 1
+	for i in $(seq 5); do
+		curl -s -m 0.3 "$URL/probe?sleep=1000&size=10" >/dev/null || true
+	done
+	sleep 1.5
+	[ "$(curl -s "$URL/probe?size=5")" = '01234' ]
+	open=$(curl -s "$URL/.zc/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["connections"]["open"])')
+	[ "$open" -eq 1 ]	# only the status request itself
+}
+
+@test "--fastcgi-spawn supervises: restart after a kill, stop with the server" {
+	probe
+	pids=$(pgrep -f "^$PROBE" | sort)
+	[ "$(echo "$pids" | wc -l)" -eq 2 ]
+	kill -KILL $(echo "$pids" | head -1)
+	for _ in $(seq 50); do
+		[ "$(pgrep -f "^$PROBE" | wc -l)" -eq 2 ] && break
+		sleep 0.1
+	done
+	[ "$(pgrep -f "^$PROBE" | wc -l)" -eq 2 ]
+	[ "$(curl -s "$URL/probe?size=3")" = '012' ]
+	sock=$(sed -n 's/^zchttpd: fastcgi .*: 2 processes on //p' "$BATS_TEST_TMPDIR/server.err")
+	[ -S "$sock" ]
+	stop_server
+	! pgrep -f "^$PROBE"
+	[ ! -e "$sock" ] && [ ! -e "$(dirname "$sock")" ]	# cleaned up
+}
+
+@test "an application started on its own, on a UNIX socket and on TCP" {
+	sock="$BATS_TEST_TMPDIR/app.sock"
+	python3 - "$sock" "$PROBE" <<'EOF' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(64)
+os.dup2(s.fileno(), 0)
+os.execv(sys.argv[2], [sys.argv[2]])
+EOF
+	app=$!
+	tport=$(free_port)
+	python3 - "$tport" "$PROBE" <<'EOF' &
+import os, socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(64)
+os.dup2(s.fileno(), 0)
+os.execv(sys.argv[2], [sys.argv[2]])
+EOF
+	tapp=$!
+	sleep 0.5
+	start_server --fastcgi "/u=unix:$sock" --fastcgi "/t=127.0.0.1:$tport"
+	[ "$(curl -s "$URL/u?size=100000" | sha256sum)" = "$(expected 100000 | sha256sum)" ]
+	[ "$(curl -s "$URL/t?size=100000" | sha256sum)" = "$(expected 100000 | sha256sum)" ]
+	kill "$app" "$tapp"
+}
+
+@test "bad --fastcgi values are refused with usage" {
+	run "$ZCHTTPD" --root "$ROOT" --fastcgi "app=unix:/x"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"bad value"* ]]
+	run "$ZCHTTPD" --root "$ROOT" --fastcgi "/app=bogus"
+	[ "$status" -eq 2 ]
+	run "$ZCHTTPD" --root "$ROOT" --fastcgi-spawn "/app=0:/bin/true"
+	[ "$status" -eq 2 ]
+	run "$ZCHTTPD" --root "$ROOT" --fastcgi "*./x=unix:/x"
+	[ "$status" -eq 2 ]
+}
