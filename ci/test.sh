@@ -205,7 +205,7 @@ shopt -u nullglob
 # Leak checking stays with the unit tests: LeakSanitizer's exit-time scan
 # of a process that keeps signals blocked (the master) can hang.
 ZCHTTPD=$PWD/build-asan/server/zchttpd ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-	run_bats_suite bats-asan asan tests/zchttpd.bats tests/fastcgi.bats
+	run_bats_suite bats-asan asan tests/zchttpd.bats tests/fastcgi.bats tests/fastcgi_apps.bats
 run_pytest_suite
 run_kernel_suite
 

@@ -10,8 +10,9 @@
  * Request headers become HTTP_* parameters (upper case, '-' as '_').  A
  * header whose name holds '_' is not passed (HTTP_X_A could then come from
  * "X-A" or "X_A": nginx drops those too), nor is Proxy (httpoxy: apps
- * read HTTP_PROXY as their outgoing proxy), and Content-Type and
- * Content-Length go as CONTENT_TYPE and CONTENT_LENGTH.  Repeated headers
+ * read HTTP_PROXY as their outgoing proxy), Content-Type and
+ * Content-Length go as CONTENT_TYPE and CONTENT_LENGTH, and Host as the
+ * request's effective host.  Repeated headers
  * are joined with ", " (Cookie with "; ", RFC 9113 8.2.3), as one
  * parameter: an environment has one value per name.
  */
@@ -107,7 +108,8 @@ static bool cgi_name(const struct http_str *n, char *out, size_t *len)
 		return false;
 	if ((n->len == 12 && !strncasecmp(n->p, "Content-Type", 12)) ||
 	    (n->len == 14 && !strncasecmp(n->p, "Content-Length", 14)) ||
-	    (n->len == 5 && !strncasecmp(n->p, "Proxy", 5)))
+	    (n->len == 5 && !strncasecmp(n->p, "Proxy", 5)) ||
+	    (n->len == 4 && !strncasecmp(n->p, "Host", 4)))
 		return false;
 	memcpy(out, "HTTP_", 5);
 	for (size_t i = 0; i < n->len; i++) {
@@ -239,6 +241,11 @@ static void encode(struct block *b, const struct fcgi_params_in *in)
 	putz(b, "HTTPS", "off");
 	/* PHP built with --enable-force-cgi-redirect insists on it. */
 	putz(b, "REDIRECT_STATUS", "200");
+	/* HTTP_HOST is the host the request is for: for an absolute-form
+	 * target its authority, not a Host field that may say otherwise
+	 * (RFC 9112 3.2.2; what Debian's nginx fastcgi_params does too). */
+	if (req->host.p)
+		puts_(b, "HTTP_HOST", req->host.p, req->host.len);
 	put_headers(b, req);
 }
 

@@ -20,6 +20,10 @@ setup() {
 
 teardown() {
 	stop_server
+	# Applications a test started itself.
+	if [ -f "$BATS_TEST_TMPDIR/apps" ]; then
+		kill $(cat "$BATS_TEST_TMPDIR/apps") 2>/dev/null || true
+	fi
 	check_sanitizers
 }
 
@@ -246,16 +250,16 @@ print(h)')")" ]
 
 @test "an application started on its own, on a UNIX socket and on TCP" {
 	sock="$BATS_TEST_TMPDIR/app.sock"
-	python3 - "$sock" "$PROBE" <<'EOF' &
+	python3 - "$sock" "$PROBE" 3>&- <<'EOF' &
 import os, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.bind(sys.argv[1]); s.listen(64)
 os.dup2(s.fileno(), 0)
 os.execv(sys.argv[2], [sys.argv[2]])
 EOF
-	app=$!
+	echo $! >> "$BATS_TEST_TMPDIR/apps"
 	tport=$(free_port)
-	python3 - "$tport" "$PROBE" <<'EOF' &
+	python3 - "$tport" "$PROBE" 3>&- <<'EOF' &
 import os, socket, sys
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -263,12 +267,11 @@ s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(64)
 os.dup2(s.fileno(), 0)
 os.execv(sys.argv[2], [sys.argv[2]])
 EOF
-	tapp=$!
+	echo $! >> "$BATS_TEST_TMPDIR/apps"
 	sleep 0.5
 	start_server --fastcgi "/u=unix:$sock" --fastcgi "/t=127.0.0.1:$tport"
 	[ "$(curl -s "$URL/u?size=100000" | sha256sum)" = "$(expected 100000 | sha256sum)" ]
 	[ "$(curl -s "$URL/t?size=100000" | sha256sum)" = "$(expected 100000 | sha256sum)" ]
-	kill "$app" "$tapp"
 }
 
 @test "bad --fastcgi values are refused with usage" {

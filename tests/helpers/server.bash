@@ -15,7 +15,7 @@ start_server() { # extra options...
 	PORT=$(free_port)
 	"$ZCHTTPD" --root "$ROOT" --listen "127.0.0.1:$PORT" --workers 2 \
 		--access-log "$BATS_TEST_TMPDIR/access.log" "$@" \
-		2>"$BATS_TEST_TMPDIR/server.err" &
+		2>"$BATS_TEST_TMPDIR/server.err" 3>&- &
 	PID=$!
 	URL="http://127.0.0.1:$PORT"
 	for _ in $(seq 100); do

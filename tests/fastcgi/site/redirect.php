@@ -1,0 +1,2 @@
+<?php
+header('Location: ' . ($_GET['to'] ?? '/index.html'));
