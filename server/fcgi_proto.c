@@ -323,11 +323,22 @@ void cgi_head_parser_init(struct cgi_head_parser *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* A field that may appear once: the second is -EPROTO. */
+static int set_once(const char **p, size_t *len, struct http_str v)
+{
+	if (*p)
+		return -EPROTO;
+	*p = v.p;
+	*len = v.len;
+	return 0;
+}
+
 /* The whole head is buf[0 .. end), every line in it valid: fill h. */
 static ssize_t cgi_finish(const char *buf, size_t end, struct cgi_head *h)
 {
 	struct cgi_field *fields = h->fields;
-	size_t max_fields = h->max_fields, s, lf, lines = 0;
+	size_t max_fields = h->max_fields, scanned = 0, line = 0, s, e;
+	size_t lines = 0;
 	struct http_str cl = { NULL, 0 };
 	bool too_many = false;
 	struct cgi_line l;
@@ -335,19 +346,11 @@ static ssize_t cgi_finish(const char *buf, size_t end, struct cgi_head *h)
 	memset(h, 0, sizeof(*h));
 	h->fields = fields;
 	h->max_fields = max_fields;
-	for (s = 0; s < end; s = lf + 1) {
-		const char *nl = memchr(buf + s, '\n', end - s);
-		size_t e;
-
-		/* neither can fail unless the caller changed the bytes */
-		if (!nl)
-			return -EPROTO;
-		lf = nl - buf;
-		e = http_content_end(buf, s, lf);
+	while (http_next_line(buf, end, &scanned, &line, &s, &e)) {
 		if (e == s)
 			break;	/* the empty line */
 		if (cgi_line_parse(buf + s, buf + e, &l) < 0)
-			return -EPROTO;
+			return -EPROTO;	/* only if the caller changed the bytes */
 		lines++;
 		switch (l.kind) {
 		case CGI_OTHER:
@@ -360,23 +363,20 @@ static ssize_t cgi_finish(const char *buf, size_t end, struct cgi_head *h)
 			};
 			break;
 		case CGI_STATUS:
-			if (h->status)
+			/* the reason is never NULL with a Status */
+			if (set_once(&h->reason, &h->reason_len, l.reason) < 0)
 				return -EPROTO;
 			h->status = l.status;
-			h->reason = l.reason.p;
-			h->reason_len = l.reason.len;
 			break;
 		case CGI_LOCATION:
-			if (h->location)
+			if (set_once(&h->location, &h->location_len,
+				     l.value) < 0)
 				return -EPROTO;
-			h->location = l.value.p;
-			h->location_len = l.value.len;
 			break;
 		case CGI_CONTENT_TYPE:
-			if (h->content_type)
+			if (set_once(&h->content_type, &h->content_type_len,
+				     l.value) < 0)
 				return -EPROTO;
-			h->content_type = l.value.p;
-			h->content_type_len = l.value.len;
 			break;
 		case CGI_CONTENT_LENGTH:
 			if (cl.p && (cl.len != l.value.len ||
@@ -399,25 +399,15 @@ ssize_t cgi_head_parse(struct cgi_head_parser *p, const char *buf, size_t len,
 		       size_t max_bytes, struct cgi_head *h)
 {
 	struct cgi_line l;
-	size_t i;
+	size_t i, s, e;
 
 	if (len < p->scanned)
 		cgi_head_parser_init(p);
 	if (p->done)
 		return cgi_finish(buf, p->done, h);
 
-	for (i = p->scanned; i < len; ) {
-		const char *nl = memchr(buf + i, '\n', len - i);
-		size_t s = p->line_start, lf, e;
-
-		if (!nl)
-			break;
-		lf = nl - buf;
-		e = http_content_end(buf, s, lf);
-		i = lf + 1;
-		p->line_start = i;
-		p->scanned = i;
-
+	while (http_next_line(buf, len, &p->scanned, &p->line_start, &s, &e)) {
+		i = p->line_start;	/* just past the line's LF */
 		if (i > max_bytes)
 			return -E2BIG;
 		if (e == s) {
@@ -427,7 +417,6 @@ ssize_t cgi_head_parse(struct cgi_head_parser *p, const char *buf, size_t len,
 		if (cgi_line_parse(buf + s, buf + e, &l) < 0)
 			return -EPROTO;
 	}
-	p->scanned = len;
 	/* Every complete line is valid; the head needs at least one more
 	 * byte (an LF), so at max_bytes it is already too long. */
 	if (len >= max_bytes)

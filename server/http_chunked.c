@@ -75,24 +75,36 @@ static int hexval(unsigned char c)
 	return -1;
 }
 
-static int ext_byte(struct http_chunked *d)
+/* A field-value character: VCHAR, obs-text, SP, HTAB. */
+static inline bool field_char(unsigned char c)
 {
-	return ++d->ext > d->lim.max_ext ? -E2BIG : 0;
+	return http_is_vchar(c) || http_is_ows(c);
+}
+
+static inline int to(struct http_chunked *d, int state)
+{
+	d->state = state;
+	return 0;
+}
+
+static int ext_byte(struct http_chunked *d, int next)
+{
+	if (++d->ext > d->lim.max_ext)
+		return -E2BIG;
+	return to(d, next);
 }
 
 static int trailer_byte(struct http_chunked *d, int next)
 {
 	if (++d->trailer > d->lim.max_trailer)
 		return -E2BIG;
-	d->state = next;
-	return 0;
+	return to(d, next);
 }
 
 /* The size line is complete: data follows, or the trailer. */
 static int size_line_done(struct http_chunked *d)
 {
-	d->state = d->chunk_left ? S_DATA : S_TR_START;
-	return 0;
+	return to(d, d->chunk_left ? S_DATA : S_TR_START);
 }
 
 /* One framing byte: 0 or a negative errno. */
@@ -102,7 +114,7 @@ static int framing_byte(struct http_chunked *d, unsigned char c)
 
 	switch (d->state) {
 	case S_SIZE_START:
-		if ((h = hexval(c)) < 0)
+		if (hexval(c) < 0)
 			return -EPROTO;
 		d->chunk_left = 0;
 		d->digits = 0;
@@ -119,88 +131,52 @@ static int framing_byte(struct http_chunked *d, unsigned char c)
 				return -E2BIG;
 			return 0;
 		}
-		if (c == '\r') {
-			d->state = S_SIZE_LF;
-			return 0;
-		}
+		if (c == '\r')
+			return to(d, S_SIZE_LF);
 		if (c == '\n')
 			return size_line_done(d);
 		if (c == ';')
-			d->state = S_EXT;
-		else if (http_is_ows(c))
-			d->state = S_SIZE_WS;
-		else
-			return -EPROTO;
-		return ext_byte(d);
+			return ext_byte(d, S_EXT);
+		return http_is_ows(c) ? ext_byte(d, S_SIZE_WS) : -EPROTO;
 	case S_SIZE_WS:
 		if (c == ';')
-			d->state = S_EXT;
-		else if (!http_is_ows(c))
-			return -EPROTO;
-		return ext_byte(d);
+			return ext_byte(d, S_EXT);
+		return http_is_ows(c) ? ext_byte(d, S_SIZE_WS) : -EPROTO;
 	case S_EXT:
-		if (c == '\r') {
-			d->state = S_SIZE_LF;
-			return 0;
-		}
+		if (c == '\r')
+			return to(d, S_SIZE_LF);
 		if (c == '\n')
 			return size_line_done(d);
-		if (!http_is_vchar(c) && !http_is_ows(c))
-			return -EPROTO;
-		return ext_byte(d);
+		return field_char(c) ? ext_byte(d, S_EXT) : -EPROTO;
 	case S_SIZE_LF:
-		if (c != '\n')
-			return -EPROTO;
-		return size_line_done(d);
-	case S_DATA_CR:
+		return c == '\n' ? size_line_done(d) : -EPROTO;
+	case S_DATA_CR:		/* CRLF, or a bare LF */
 		if (c == '\r')
-			d->state = S_DATA_LF;
-		else if (c == '\n')
-			d->state = S_SIZE_START;
-		else
-			return -EPROTO;
-		return 0;
+			return to(d, S_DATA_LF);
+		/* fall through */
 	case S_DATA_LF:
-		if (c != '\n')
-			return -EPROTO;
-		d->state = S_SIZE_START;
-		return 0;
+		return c == '\n' ? to(d, S_SIZE_START) : -EPROTO;
 	case S_TR_START:
-		if (c == '\r') {
-			d->state = S_TR_END_LF;
-			return 0;
-		}
-		if (c == '\n') {
-			d->state = S_DONE;
-			return 0;
-		}
+		if (c == '\r')
+			return to(d, S_TR_END_LF);
+		if (c == '\n')
+			return to(d, S_DONE);
 		/* a token starts a field; SP/HTAB would be obs-fold */
-		if (!http_tchar[c])
-			return -EPROTO;
-		return trailer_byte(d, S_TR_NAME);
+		return http_tchar[c] ? trailer_byte(d, S_TR_NAME) : -EPROTO;
 	case S_TR_NAME:
 		if (c == ':')
 			return trailer_byte(d, S_TR_VALUE);
-		if (!http_tchar[c])
-			return -EPROTO;
-		return trailer_byte(d, S_TR_NAME);
+		return http_tchar[c] ? trailer_byte(d, S_TR_NAME) : -EPROTO;
 	case S_TR_VALUE:
 		if (c == '\r')
 			return trailer_byte(d, S_TR_LF);
 		if (c == '\n')
 			return trailer_byte(d, S_TR_START);
-		if (!http_is_vchar(c) && !http_is_ows(c))
-			return -EPROTO;
-		return trailer_byte(d, S_TR_VALUE);
+		return field_char(c) ? trailer_byte(d, S_TR_VALUE) : -EPROTO;
 	case S_TR_LF:
-		if (c != '\n')
-			return -EPROTO;
-		return trailer_byte(d, S_TR_START);
+		return c == '\n' ? trailer_byte(d, S_TR_START) : -EPROTO;
 	case S_TR_END_LF:
-		if (c != '\n')
-			return -EPROTO;
-		d->state = S_DONE;
-		return 0;
+		return c == '\n' ? to(d, S_DONE) : -EPROTO;
 	}
 	return -EPROTO;	/* S_DATA and S_DONE never get here */
 }

@@ -7,8 +7,10 @@
 #ifndef ZC_HTTP_LEX_H
 #define ZC_HTTP_LEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "http_parser.h"
 
@@ -37,6 +39,31 @@ static inline size_t http_content_end(const char *buf, size_t start,
 				      size_t lf)
 {
 	return lf > start && buf[lf - 1] == '\r' ? lf - 1 : lf;
+}
+
+/*
+ * The line scanner of the incremental head parsers: the next line that
+ * completes in buf[*scanned .. len), a line that started at *line_start
+ * (no LF lies between *line_start and *scanned).  Returns true with the
+ * line's content [*s, *e) (its line end excluded), *scanned and
+ * *line_start just past its LF; false when no LF is left, with *scanned
+ * at len.  Over any number of calls each byte is searched once.
+ */
+static inline bool http_next_line(const char *buf, size_t len,
+				  size_t *scanned, size_t *line_start,
+				  size_t *s, size_t *e)
+{
+	const char *nl = *scanned < len ?
+		memchr(buf + *scanned, '\n', len - *scanned) : NULL;
+
+	if (!nl) {
+		*scanned = len;
+		return false;
+	}
+	*s = *line_start;
+	*e = http_content_end(buf, *s, (size_t)(nl - buf));
+	*scanned = *line_start = (size_t)(nl - buf) + 1;
+	return true;
 }
 
 /* ASCII case-insensitive equality of s[0..n) with the lower-case `lc`. */

@@ -519,25 +519,15 @@ ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
 {
 	enum http_error err;
 	const char *why;
-	size_t i, n;
+	size_t i, n, s, e;
 
 	if (len < p->scanned)
 		http_parser_init(p);
 	if (p->done)
 		return finish(p, buf, p->done, req);
 
-	for (i = p->scanned; i < len; ) {
-		const char *nl = memchr(buf + i, '\n', len - i);
-		size_t s = p->line_start, lf, e;
-
-		if (!nl)
-			break;
-		lf = nl - buf;
-		e = http_content_end(buf, s, lf);
-		i = lf + 1;
-		p->line_start = i;
-		p->scanned = i;
-
+	while (http_next_line(buf, len, &p->scanned, &p->line_start, &s, &e)) {
+		i = p->line_start;	/* just past the line's LF */
 		if (!p->rl_end) {
 			if (e == s) {	/* empty line before the request */
 				if (++p->nempty > MAX_LEADING_EMPTY)
@@ -563,7 +553,6 @@ ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
 			return limit_error(p, buf, s, req, HTTP_E_HEADERS_TOO_LARGE,
 					   "too many header fields");
 	}
-	p->scanned = len;
 
 	/* Incomplete: check the lines that did complete, then whether the
 	 * line still open already breaks a limit (it will only grow). */

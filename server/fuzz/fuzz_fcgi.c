@@ -4,7 +4,7 @@
  *
  * The input is read the way a peer's bytes are: record headers one after
  * the other (each decoded by both decoders), BEGIN_REQUEST and
- * END_REQUEST bodies, the PARAMS stream joined and walked as name-value
+ * END_REQUEST bodies, the UNKNOWN_TYPE answer to a type above 11, the PARAMS stream joined and walked as name-value
  * pairs (GET_VALUES contents too, and the raw input as a shortcut), the
  * STDOUT stream and the raw input as a CGI response head.  Asserted:
  *   - the decoders return 0 or -EPROTO, agree with each other, and what
@@ -98,6 +98,19 @@ static void check_end(const uint8_t *body, size_t len)
 	CHECK(fcgi_end_decode(rec + 8, 8, &e2) == 0);
 	CHECK(e2.app_status == e.app_status &&
 	      e2.protocol_status == e.protocol_status);
+}
+
+/* An application's answer to a record of a type it does not know. */
+static void check_unknown_type(uint8_t type)
+{
+	struct fcgi_header h;
+	uint8_t rec[16];
+
+	fcgi_unknown_type_encode(rec, type);
+	CHECK(fcgi_header_decode(rec, &h) == 0);
+	CHECK(h.type == FCGI_UNKNOWN_TYPE && h.request_id == 0 &&
+	      h.content_length == 8 && h.padding_length == 0);
+	CHECK(rec[8] == type);
 }
 
 /* Walk a name-value block; every pair in it re-encodes and decodes back. */
@@ -347,6 +360,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				       h.content_length);
 				ns += h.content_length;
 			}
+			break;
+		default:
+			if (h.type > FCGI_UNKNOWN_TYPE)
+				check_unknown_type(h.type);
 			break;
 		}
 		pos += fcgi_record_len(&h);

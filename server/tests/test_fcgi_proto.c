@@ -19,6 +19,8 @@
 
 #include "fcgi_proto.h"
 
+#include "expect_each.h"
+
 /* ------------------------------------------------------------- helpers */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -755,6 +757,8 @@ static void expect_error(const char *s, ssize_t err)
 		fail_msg("expected %zd for '%s': got %zd", err, s, r);
 }
 
+#define EXPECT_ERRORS(err, ...) EXPECT_EACH(expect_error, (err), __VA_ARGS__)
+
 /* The whole string is the head. */
 static void expect_all(const char *s)
 {
@@ -831,15 +835,16 @@ static void test_head_line_ends(void **state)
 	expect_error("Content-Type: a\r\n", CGI_HEAD_INCOMPLETE);
 	expect_error("Content-Type: a\r\n\r", CGI_HEAD_INCOMPLETE);
 	/* bare CR */
-	expect_error("Content-Type: a\rb\r\n\r\n", -EPROTO);
-	expect_error("Content-Type: a\r\r\n\r\n", -EPROTO);
-	expect_error("Content-Type: a\r\n\r\r\n", -EPROTO);
-	expect_error("Content-Type: a\r\n\rX: y\r\n\r\n", -EPROTO);
-	expect_error("\rContent-Type: a\r\n\r\n", -EPROTO);
-	/* no field at all */
-	expect_error("\r\n", -EPROTO);
-	expect_error("\n", -EPROTO);
-	expect_error("\r\nContent-Type: a\r\n\r\n", -EPROTO);
+	EXPECT_ERRORS(-EPROTO,
+		"Content-Type: a\rb\r\n\r\n",
+		"Content-Type: a\r\r\n\r\n",
+		"Content-Type: a\r\n\r\r\n",
+		"Content-Type: a\r\n\rX: y\r\n\r\n",
+		"\rContent-Type: a\r\n\r\n",
+		/* no field at all */
+		"\r\n",
+		"\n",
+		"\r\nContent-Type: a\r\n\r\n");
 }
 
 static void test_head_status(void **state)
@@ -868,22 +873,23 @@ static void test_head_status(void **state)
 	assert_int_equal(res.h.nfields, 1);	/* Status-X is another field */
 	expect_all("Status: 418 I'm a teapot \xc3\xa9\n\n");
 
-	expect_error("Status:\n\n", -EPROTO);
-	expect_error("Status: \n\n", -EPROTO);
-	expect_error("Status: 20\n\n", -EPROTO);
-	expect_error("Status: 2000\n\n", -EPROTO);
-	expect_error("Status: 099\n\n", -EPROTO);
-	expect_error("Status: 000\n\n", -EPROTO);
-	expect_error("Status: abc\n\n", -EPROTO);
-	expect_error("Status: 2a0 OK\n\n", -EPROTO);
-	expect_error("Status: 200OK\n\n", -EPROTO);
-	expect_error("Status: 200,OK\n\n", -EPROTO);
-	expect_error("Status: -200\n\n", -EPROTO);
-	expect_error("Status: +200\n\n", -EPROTO);
-	expect_error("Status: OK 200\n\n", -EPROTO);
-	expect_error("Status: 200 OK\x01\n\n", -EPROTO);
-	expect_error("Status : 200\n\n", -EPROTO);
-	expect_error("HTTP/1.1 200 OK\n\n", -EPROTO);
+	EXPECT_ERRORS(-EPROTO,
+		"Status:\n\n",
+		"Status: \n\n",
+		"Status: 20\n\n",
+		"Status: 2000\n\n",
+		"Status: 099\n\n",
+		"Status: 000\n\n",
+		"Status: abc\n\n",
+		"Status: 2a0 OK\n\n",
+		"Status: 200OK\n\n",
+		"Status: 200,OK\n\n",
+		"Status: -200\n\n",
+		"Status: +200\n\n",
+		"Status: OK 200\n\n",
+		"Status: 200 OK\x01\n\n",
+		"Status : 200\n\n",
+		"HTTP/1.1 200 OK\n\n");
 }
 
 static void test_head_fields(void **state)
@@ -918,19 +924,20 @@ static void test_head_fields(void **state)
 	expect_all("X: \x80\xff\n\n");
 
 	/* Content-Length */
-	expect_error("Content-Length:\n\n", -EPROTO);
-	expect_error("Content-Length: 12a\n\n", -EPROTO);
-	expect_error("Content-Length: -1\n\n", -EPROTO);
-	expect_error("Content-Length: +1\n\n", -EPROTO);
-	expect_error("Content-Length: 1 2\n\n", -EPROTO);
-	expect_error("Content-Length: 1,1\n\n", -EPROTO);
-	expect_error("Content-Length: 0x10\n\n", -EPROTO);
-	expect_error("Content-Length: 9223372036854775808\n\n", -EPROTO);
-	expect_error("Content-Length: 99999999999999999999999\n\n", -EPROTO);
-	/* empty Location / Content-Type */
-	expect_error("Location:\n\n", -EPROTO);
-	expect_error("Location: \t \n\n", -EPROTO);
-	expect_error("Content-Type: \n\n", -EPROTO);
+	EXPECT_ERRORS(-EPROTO,
+		"Content-Length:\n\n",
+		"Content-Length: 12a\n\n",
+		"Content-Length: -1\n\n",
+		"Content-Length: +1\n\n",
+		"Content-Length: 1 2\n\n",
+		"Content-Length: 1,1\n\n",
+		"Content-Length: 0x10\n\n",
+		"Content-Length: 9223372036854775808\n\n",
+		"Content-Length: 99999999999999999999999\n\n",
+		/* empty Location / Content-Type */
+		"Location:\n\n",
+		"Location: \t \n\n",
+		"Content-Type: \n\n");
 }
 
 static void test_head_syntax(void **state)
@@ -938,21 +945,22 @@ static void test_head_syntax(void **state)
 	(void)state;
 	assert_int_equal(head_n("X: a\0b\n\n", 8), -EPROTO);
 	assert_int_equal(head_n("X\0: ab\n\n", 8), -EPROTO);
-	expect_error("X: a\x01\n\n", -EPROTO);
-	expect_error("X: a\x1f\n\n", -EPROTO);
-	expect_error("X: a\x7f\n\n", -EPROTO);
-	expect_error("X: a\x0b\n\n", -EPROTO);
-	expect_error("X: a\n  folded\n\n", -EPROTO);	/* obs-fold */
-	expect_error("X: a\n\tfolded\n\n", -EPROTO);
-	expect_error(" X: a\n\n", -EPROTO);
-	expect_error("X a\n\n", -EPROTO);		/* no colon */
-	expect_error("X\n\n", -EPROTO);
-	expect_error("X : a\n\n", -EPROTO);		/* space before colon */
-	expect_error("X\t: a\n\n", -EPROTO);
-	expect_error(": a\n\n", -EPROTO);		/* empty name */
-	expect_error("X@Y: a\n\n", -EPROTO);		/* not a token */
-	expect_error("X/Y: a\n\n", -EPROTO);
-	expect_error("\xc3\xa9: a\n\n", -EPROTO);
+	EXPECT_ERRORS(-EPROTO,
+		"X: a\x01\n\n",
+		"X: a\x1f\n\n",
+		"X: a\x7f\n\n",
+		"X: a\x0b\n\n",
+		"X: a\n  folded\n\n", /* obs-fold */
+		"X: a\n\tfolded\n\n",
+		" X: a\n\n",
+		"X a\n\n", /* no colon */
+		"X\n\n",
+		"X : a\n\n", /* space before colon */
+		"X\t: a\n\n",
+		": a\n\n", /* empty name */
+		"X@Y: a\n\n", /* not a token */
+		"X/Y: a\n\n",
+		"\xc3\xa9: a\n\n");
 	expect_all("X!#$%&'*+-.^_`|~09az: a\n\n");
 	/* an error in a line is found as soon as the line is complete */
 	expect_error("X : a\n", -EPROTO);
@@ -963,14 +971,15 @@ static void test_head_syntax(void **state)
 static void test_head_duplicates(void **state)
 {
 	(void)state;
-	expect_error("Status: 200\nStatus: 200\n\n", -EPROTO);
-	expect_error("Status: 200\nstatus: 404\n\n", -EPROTO);
-	expect_error("Location: /a\nLocation: /a\n\n", -EPROTO);
-	expect_error("Location: /a\nLOCATION: /b\n\n", -EPROTO);
-	expect_error("Content-Type: a\nContent-Type: a\n\n", -EPROTO);
-	expect_error("Content-Type: a\nX: 1\ncontent-type: b\n\n", -EPROTO);
-	expect_error("Content-Length: 5\nContent-Length: 6\n\n", -EPROTO);
-	expect_error("Content-Length: 5\nContent-Length: 05\n\n", -EPROTO);
+	EXPECT_ERRORS(-EPROTO,
+		"Status: 200\nStatus: 200\n\n",
+		"Status: 200\nstatus: 404\n\n",
+		"Location: /a\nLocation: /a\n\n",
+		"Location: /a\nLOCATION: /b\n\n",
+		"Content-Type: a\nContent-Type: a\n\n",
+		"Content-Type: a\nX: 1\ncontent-type: b\n\n",
+		"Content-Length: 5\nContent-Length: 6\n\n",
+		"Content-Length: 5\nContent-Length: 05\n\n");
 	expect_all("Content-Length: 5\nContent-Length: 5\n\n");
 	assert_int_equal(res.h.content_length, 5);
 	expect_all("Content-Length: 5\nContent-Length:   5 \n\n");

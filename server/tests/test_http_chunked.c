@@ -19,6 +19,8 @@
 
 #include "http_chunked.h"
 
+#include "expect_each.h"
+
 static struct http_chunked_limits lim;
 
 static int setup(void **state)
@@ -191,11 +193,23 @@ static void expect_error(const char *s, ssize_t err)
 			 res.done);
 }
 
+#define EXPECT_ERRORS(err, ...) EXPECT_EACH(expect_error, (err), __VA_ARGS__)
+
 static void expect_incomplete(const char *s)
 {
 	dec(s);
 	if (res.err || res.done)
 		fail_msg("'%s': err %zd done %d", s, res.err, res.done);
+}
+
+/* With *limit = value, `fits` is an incomplete body and `over`, one byte
+ * more, is refused at that byte. */
+static void limit_edge(size_t *limit, size_t value, const char *fits,
+		       const char *over)
+{
+	*limit = value;
+	expect_incomplete(fits);
+	expect_error(over, -E2BIG);
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -240,28 +254,30 @@ static void test_sizes(void **state)
 	expect_body("0000000000000001\r\nz\r\n0\r\n\r\n", "z");	/* 16 */
 
 	expect_incomplete("");
-	expect_error("\r\n", -EPROTO);
-	expect_error("\n", -EPROTO);
-	expect_error("-5\r\nhello\r\n0\r\n\r\n", -EPROTO);
-	expect_error("+5\r\nhello\r\n0\r\n\r\n", -EPROTO);
-	expect_error(" 5\r\nhello\r\n0\r\n\r\n", -EPROTO);
-	expect_error("\t5\r\n", -EPROTO);
-	expect_error("0x5\r\nhello\r\n0\r\n\r\n", -EPROTO);
-	expect_error("5x\r\nhello\r\n0\r\n\r\n", -EPROTO);
-	expect_error("g\r\n", -EPROTO);
-	expect_error(";a\r\n", -EPROTO);
-	expect_error("5,5\r\n", -EPROTO);
-	/* whitespace after the size only before an extension */
-	expect_error("5 \r\nhello\r\n0\r\n\r\n", -EPROTO);
-	expect_error("5\t\r\n", -EPROTO);
-	expect_error("5 6\r\n", -EPROTO);
+	EXPECT_ERRORS(-EPROTO,
+		"\r\n",
+		"\n",
+		"-5\r\nhello\r\n0\r\n\r\n",
+		"+5\r\nhello\r\n0\r\n\r\n",
+		" 5\r\nhello\r\n0\r\n\r\n",
+		"\t5\r\n",
+		"0x5\r\nhello\r\n0\r\n\r\n",
+		"5x\r\nhello\r\n0\r\n\r\n",
+		"g\r\n",
+		";a\r\n",
+		"5,5\r\n",
+		/* whitespace after the size only before an extension */
+		"5 \r\nhello\r\n0\r\n\r\n",
+		"5\t\r\n",
+		"5 6\r\n");
 	/* 17 digits are refused, even as leading zeros */
 	lim.max_body = UINT64_MAX;
 	expect_incomplete("FFFFFFFFFFFFFFFF\r\n");
-	expect_error("FFFFFFFFFFFFFFFF0\r\n", -EPROTO);
-	expect_error("10000000000000000\r\n", -EPROTO);
-	expect_error("00000000000000001\r\nz\r\n0\r\n\r\n", -EPROTO);
-	expect_error("00000000000000000\r\n\r\n", -EPROTO);
+	EXPECT_ERRORS(-EPROTO,
+		"FFFFFFFFFFFFFFFF0\r\n",
+		"10000000000000000\r\n",
+		"00000000000000001\r\nz\r\n0\r\n\r\n",
+		"00000000000000000\r\n\r\n");
 	expect_incomplete("FFFFFFFFFFFFFFFF");
 	expect_error("FFFFFFFFFFFFFFFFF", -EPROTO);
 }
@@ -292,9 +308,7 @@ static void test_extensions(void **state)
 	expect_error("1;\r\nx\r\n0\r\n\r\n", -E2BIG);
 	expect_error("1 ;\r\nx\r\n0\r\n\r\n", -E2BIG);
 	/* a long extension is refused as it arrives, not at its line end */
-	lim.max_ext = 3;
-	expect_error("1;abc", -E2BIG);
-	expect_incomplete("1;ab");
+	limit_edge(&lim.max_ext, 3, "1;ab", "1;abc");
 }
 
 static void test_line_ends(void **state)
@@ -305,19 +319,20 @@ static void test_line_ends(void **state)
 	expect_body("5\r\nhello\n0\nX: y\n\r\n", "hello");
 	expect_body("5\nhello\r\n0\r\nX: y\r\n\n", "hello");
 	/* bare CR nowhere */
-	expect_error("5\rhello\r\n0\r\n\r\n", -EPROTO);
-	expect_error("5\r\nhello\r0\r\n\r\n", -EPROTO);
-	expect_error("5\r\nhello\r\n0\r\r\n", -EPROTO);
-	expect_error("5\r\nhello\r\n0\r\n\r\r\n", -EPROTO);
-	expect_error("5\r\nhello\r\n0\r\n\rX", -EPROTO);
-	expect_error("5\r\nhello\r\n0\r\nX: y\r\r\n\r\n", -EPROTO);
-	expect_error("5\r\nhello\r\n0\r\nX: y\rz\r\n\r\n", -EPROTO);
-	expect_error("5\r\r\nhello\r\n", -EPROTO);
-	/* the data must be followed by its line end */
-	expect_error("5\r\nhelloX\r\n0\r\n\r\n", -EPROTO);
-	expect_error("5\r\nhello0\r\n\r\n", -EPROTO);
-	expect_error("5\r\nhello\r\r\n0\r\n\r\n", -EPROTO);
-	expect_error("3\r\nhello\r\n0\r\n\r\n", -EPROTO);
+	EXPECT_ERRORS(-EPROTO,
+		"5\rhello\r\n0\r\n\r\n",
+		"5\r\nhello\r0\r\n\r\n",
+		"5\r\nhello\r\n0\r\r\n",
+		"5\r\nhello\r\n0\r\n\r\r\n",
+		"5\r\nhello\r\n0\r\n\rX",
+		"5\r\nhello\r\n0\r\nX: y\r\r\n\r\n",
+		"5\r\nhello\r\n0\r\nX: y\rz\r\n\r\n",
+		"5\r\r\nhello\r\n",
+		/* the data must be followed by its line end */
+		"5\r\nhelloX\r\n0\r\n\r\n",
+		"5\r\nhello0\r\n\r\n",
+		"5\r\nhello\r\r\n0\r\n\r\n",
+		"3\r\nhello\r\n0\r\n\r\n");
 	/* incomplete at every framing position */
 	expect_incomplete("5");
 	expect_incomplete("5\r");
@@ -341,16 +356,17 @@ static void test_trailers(void **state)
 	expect_body("0\r\nX:\r\n\r\n", "");
 	expect_body("0\r\nX: \t a b \t\r\n\r\n", "");
 	expect_body("0\r\nX: \x80\xff\r\n\r\n", "");
-	expect_error("0\r\nX: y\r\n z\r\n\r\n", -EPROTO);	/* obs-fold */
-	expect_error("0\r\nX: y\r\n\tz\r\n\r\n", -EPROTO);
-	expect_error("0\r\n X: y\r\n\r\n", -EPROTO);
-	expect_error("0\r\nX\r\n\r\n", -EPROTO);		/* no colon */
-	expect_error("0\r\nX y\r\n\r\n", -EPROTO);
-	expect_error("0\r\nX : y\r\n\r\n", -EPROTO);
-	expect_error("0\r\n: y\r\n\r\n", -EPROTO);
-	expect_error("0\r\nX@: y\r\n\r\n", -EPROTO);
-	expect_error("0\r\nX: y\x01\r\n\r\n", -EPROTO);
-	expect_error("0\r\nX: y\x7f\r\n\r\n", -EPROTO);
+	EXPECT_ERRORS(-EPROTO,
+		"0\r\nX: y\r\n z\r\n\r\n", /* obs-fold */
+		"0\r\nX: y\r\n\tz\r\n\r\n",
+		"0\r\n X: y\r\n\r\n",
+		"0\r\nX\r\n\r\n", /* no colon */
+		"0\r\nX y\r\n\r\n",
+		"0\r\nX : y\r\n\r\n",
+		"0\r\n: y\r\n\r\n",
+		"0\r\nX@: y\r\n\r\n",
+		"0\r\nX: y\x01\r\n\r\n",
+		"0\r\nX: y\x7f\r\n\r\n");
 	dec_n("0\r\nX: \0\r\n\r\n", 11);
 	assert_int_equal(res.err, -EPROTO);
 	/* max_trailer: the field lines with their line ends */
@@ -364,9 +380,7 @@ static void test_trailers(void **state)
 	expect_body("0\r\n\r\n", "");
 	expect_error("0\r\nX: y\r\n\r\n", -E2BIG);
 	/* found as the bytes arrive */
-	lim.max_trailer = 4;
-	expect_error("0\r\nX: yy", -E2BIG);
-	expect_incomplete("0\r\nX: y");
+	limit_edge(&lim.max_trailer, 4, "0\r\nX: y", "0\r\nX: yy");
 }
 
 static void test_max_body(void **state)
