@@ -11,10 +11,11 @@
 #               ZC_SKIP_KERNEL=1 skips it -- for local iteration only, CI
 #               never sets it.
 #
-# Counting: meson counts every cmocka case (TAP subtests);
-# bats one per test case (TAP); pytest one per test (JUnit XML).  A skipped
-# meson test counts as failed: we have no legitimate skips there.  A build
-# that fails counts as one failed test of its suite.
+# Counting: meson counts every cmocka case (TAP subtests, read from meson's
+# test logs in <builddir>/meson-logs); bats one per test case (TAP); pytest
+# one per test (JUnit XML).  A skipped meson test counts as failed: we have
+# no legitimate skips there.  A build that fails counts as one failed test
+# of its suite.
 #
 # The last line is always `N passed, N failed` (", N skipped" follows when
 # bats or pytest skipped something), and the exit status is non-zero when
@@ -41,7 +42,7 @@ record() { # suite pass fail [skip]
 banner() { printf '\n==== %s ====\n' "$*"; }
 
 run_meson_suite() { # suite-name flavour builddir
-	local suite=$1 flavour=$2 dir=$3 log rc
+	local suite=$1 flavour=$2 dir=$3 logs=$3/meson-logs rc
 	banner "$suite: build ($dir)"
 	if ! ci/build.sh "$flavour"; then
 		echo "$suite: BUILD FAILED"
@@ -49,43 +50,54 @@ run_meson_suite() { # suite-name flavour builddir
 		return
 	fi
 	banner "$suite: meson test ($dir)"
-	log=$(mktemp)
-	meson test -C "$dir" --print-errorlogs 2>&1 | tee "$log"
-	rc=${PIPESTATUS[0]}
-	# One result line per program: "N/M name OK 0.01s 9 subtests passed"
-	# (cmocka speaks TAP, so meson knows its cases).  Count cases; a
-	# program without case counts is one test.  Anything but OK or
-	# EXPECTEDFAIL (FAIL, TIMEOUT, SKIP, ERROR) is a failure.
+	# Counted from meson's logs of this run, never an older one's.
+	rm -f "$logs/testlog.json" "$logs/testlog.junit.xml"
+	meson test -C "$dir" --print-errorlogs
+	rc=$?
+	# meson writes one JSON object per test program to testlog.json: its
+	# result (OK, FAIL, SKIP, TIMEOUT, ERROR, EXPECTEDFAIL, ...).  meson
+	# 1.0 does not put TAP cases there; testlog.junit.xml has them, one
+	# testsuite "<project>.<test name>" per TAP program with its cases
+	# (cmocka speaks TAP).  A program that is OK or EXPECTEDFAIL counts its
+	# passed cases (itself when it has none); any other counts its passed
+	# cases as passed and the rest it ran as failed, at least one.  No log
+	# (meson test did not run) is one failed test.
 	local counts pass failed
-	counts=$(awk '
-		/^Summary of Failures/ { exit }	# failures are listed twice
-		/^ *[0-9]+\/[0-9]+ / {
-			# "3/17 zcstack:gds / test_gds OK ..." or "3/3 name OK":
-			# the status is the first field that is one.
-			st = ""
-			for (i = 3; i <= NF; i++)
-				if ($i ~ /^(OK|FAIL|EXPECTEDFAIL|UNEXPECTEDPASS|TIMEOUT|SKIP|ERROR)$/) {
-					st = $i
-					break
-				}
-			n = 1; a = -1; b = -1
-			if (match($0, /[0-9]+ subtests passed/))
-				n = substr($0, RSTART, RLENGTH) + 0
-			if (match($0, /[0-9]+\/[0-9]+ subtests passed/)) {
-				split(substr($0, RSTART, RLENGTH), f, "[/ ]")
-				a = f[1] + 0; b = f[2] + 0
-			}
-			if (st == "OK" || st == "EXPECTEDFAIL") { p += n; next }
-			if (a >= 0) { p += a; q += (b - a > 0 ? b - a : 1) }
-			else q += 1
-		}
-		END { print p + 0, q + 0 }' "$log")
-	rm -f "$log"
+	counts=$(python3 - "$logs/testlog.json" "$logs/testlog.junit.xml" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+jlog, junit = sys.argv[1:3]
+cases = {}
+try:
+    for su in ET.parse(junit).getroot().iter("testsuite"):
+        cases[su.get("name", "")] = [
+            "skip" if c.find("skipped") is not None else
+            "fail" if c.find("failure") is not None or c.find("error") is not None else
+            "ok" for c in su.findall("testcase")]
+except (OSError, ET.ParseError):
+    pass
+try:
+    tests = [json.loads(l) for l in open(jlog) if l.strip()]
+except (OSError, ValueError):
+    print(0, 1)
+    sys.exit()
+p = f = 0
+for t in tests:
+    c = next((v for k, v in cases.items() if k.endswith("." + t["name"])), [])
+    passed = c.count("ok")
+    ran = len(c) - c.count("skip")
+    if t["result"] in ("OK", "EXPECTEDFAIL"):
+        p += passed if c else 1
+    else:
+        p += passed
+        f += max(ran - passed, 1)
+print(p, f)
+PY
+	) || counts="0 1"
 	set -- $counts
 	pass=$1
 	failed=$2
 	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-		echo "$suite: meson test exited $rc without a failed test in its summary"
+		echo "$suite: meson test exited $rc without a failed test in its log"
 		failed=1
 	fi
 	record "$suite" "$pass" "$failed"

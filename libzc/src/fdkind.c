@@ -6,6 +6,10 @@
  * cached: descriptors are reused as soon as they are closed, and a stale
  * answer would send vmsplice() at a socket.  Cost: one fstat, plus two or
  * three getsockopt calls for sockets.
+ *
+ * Channels are registered by channel.c (zc_channel_from_fd).  A program
+ * that compiles this file without libzc's channels, like libzc-preload,
+ * defines zc_channel_from_fd itself.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,17 +18,6 @@
 #include <sys/stat.h>
 
 #include "internal.h"
-
-/*
- * channel.c provides the real lookup.  This weak default lets libzc link
- * (and fdkind work) in a build without channels, and is overridden by the
- * strong definition as soon as channel.c is linked in.
- */
-__attribute__((weak)) zc_channel *zc_channel_from_fd(int fd)
-{
-	(void)fd;
-	return NULL;
-}
 
 static int sockopt_int(int fd, int opt, int *val)
 {

@@ -27,10 +27,6 @@
 
 #include "internal.h"
 
-/* Weak: a build without channel.c links, and then zc_fdkind_of (whose
- * default lookup finds no channel) never sends us down that path. */
-#pragma weak zc_channel_recv
-
 /* Largest buffer one stream read fills.  Bigger reads gain nothing (a
  * socket rarely has more queued) and would tie up pool space. */
 #define ZC_READ_MAX ((size_t)256 << 10)
@@ -146,7 +142,7 @@ static ssize_t read_channel(int fd, zc_agg *agg)
 	size_t len;
 	int err;
 
-	if (!ch || !zc_channel_recv)
+	if (!ch)
 		return -EBADF;
 	do {
 		err = zc_channel_recv(ch, &msg);

@@ -59,9 +59,6 @@
 
 #include "internal.h"
 
-/* Weak: see io_read.c. */
-#pragma weak zc_channel_send
-
 #define ZC_SMALL ((size_t)16 << 10)	/* below: copy; at or above: lend */
 #define ZC_IOV_MAX 64			/* slices gathered per call */
 #define ZC_CALL_MAX ((size_t)1 << 30)	/* bytes per call (< MAX_RW_COUNT) */
@@ -494,7 +491,7 @@ static ssize_t write_channel(int fd, zc_agg *agg)
 	size_t len = agg->len;
 	int err;
 
-	if (!ch || !zc_channel_send)
+	if (!ch)
 		return -EBADF;
 	err = zc_channel_send(ch, agg);
 	zc_stat_call();
