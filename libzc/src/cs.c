@@ -35,13 +35,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "internal.h"
-#include "channel.h"
+#include "cs_common.h"
 #include "cs_kernel.h"
 
-#define RECLAIM_WAIT_MS 1000	/* cs_alloc waits this long for loans */
 #define MAX_CIDS (INT_MAX / 2)
 
 struct cs_con {
@@ -54,22 +52,12 @@ struct cs_con {
 	unsigned mark;		/* duplicate detection (epoch) */
 };
 
-/* The rest of a cs_read that did not fit in `size` or `maxcon`: the next
- * cs_read on the same descriptor returns it first, nothing is lost. */
-struct cs_pending {
-	int fd;
-	uint64_t key1, key2;	/* channel serial, or st_dev/st_ino */
-	zc_agg *rest;
-};
-
 static struct {
 	pthread_mutex_t lock;
 	struct cs_con *v;
 	int cap, free_head;
 	unsigned epoch;
-	struct cs_pending *pend;
-	size_t npend, cap_pend;
-} tab = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, -1, 0, NULL, 0, 0 };
+} tab = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, -1, 0 };
 
 /* ---------------------------------------------------------------- table */
 
@@ -178,24 +166,6 @@ static void *con_addr(struct cs_con *c)
 }
 
 /* ------------------------------------------------------ alloc, map, free */
-
-/* A buffer for a new container.  A full pool usually means the memory is
- * out on loan to channel peers: collect what they returned, then wait a
- * little for more, before giving up. */
-int zc_cs_alloc_buf(size_t size, zc_buf **out)
-{
-	zc_pool *pool = zc_default_pool();
-	int err;
-
-	if (!pool)
-		return -ENOMEM;
-	err = zc_buf_alloc(pool, size, out);
-	if (err == -ENOMEM && zc_channel_reclaim(0) > 0)
-		err = zc_buf_alloc(pool, size, out);
-	if (err == -ENOMEM && zc_channel_reclaim(RECLAIM_WAIT_MS) > 0)
-		err = zc_buf_alloc(pool, size, out);
-	return err;
-}
 
 int cs_alloc(int size, void **addr, int options)
 {
@@ -372,7 +342,7 @@ static void settle(int count, const int *cids, struct wslice *v, bool gone)
 ssize_t cs_write(int fd, int count, const int *cids, const int *offs,
 		 const int *lens, int options)
 {
-	struct wslice stackv[16], *v = stackv;
+	struct wslice stackv[ZC_CS_STACK], *v;
 	zc_agg *agg = NULL;
 	ssize_t r;
 	int err;
@@ -385,9 +355,9 @@ ssize_t cs_write(int fd, int count, const int *cids, const int *offs,
 		return 0;
 	if (zc_kabi())
 		return zc_kcs_write(fd, count, cids, offs, lens);
-	if (count > 16 && !(v = calloc((size_t)count, sizeof(*v))))
+	if (!(v = zc_cs_scratch((size_t)count, sizeof(*v), stackv)))
 		return -ENOMEM;
-	memset(v, 0, (size_t)(count > 16 ? count : 16) * sizeof(*v));
+	memset(v, 0, (size_t)count * sizeof(*v));
 	pthread_mutex_lock(&tab.lock);
 	err = collect(count, cids, offs, lens, v);
 	pthread_mutex_unlock(&tab.lock);
@@ -407,125 +377,11 @@ ssize_t cs_write(int fd, int count, const int *cids, const int *offs,
 		settle(count, cids, v, r >= 0);
 	for (int i = 0; i < count; i++)
 		zc_buf_release(v[i].buf);
-	if (v != stackv)
-		free(v);
+	zc_cs_scratch_free(v, stackv);
 	return r;
 }
 
 /* ---------------------------------------------------------------- cs_read */
-
-/* What identifies the stream behind fd, so pending data never leaks into
- * a different file or channel that reuses the number. */
-static int stream_key(int fd, zc_channel *ch, uint64_t *k1, uint64_t *k2)
-{
-	struct stat st;
-
-	if (ch) {
-		*k1 = zc_channel_serial(ch);
-		*k2 = 0;
-		return 0;
-	}
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	*k1 = (uint64_t)st.st_dev;
-	*k2 = (uint64_t)st.st_ino;
-	return 0;
-}
-
-/* Take the pending rest for this stream, if any (a rest left for a
- * stream that fd no longer names is dropped). */
-static zc_agg *pending_get(int fd, uint64_t k1, uint64_t k2)
-{
-	zc_agg *rest = NULL;
-
-	pthread_mutex_lock(&tab.lock);
-	for (size_t i = 0; i < tab.npend; i++) {
-		struct cs_pending p = tab.pend[i];
-
-		if (p.fd != fd)
-			continue;
-		tab.pend[i] = tab.pend[--tab.npend];
-		if (p.key1 == k1 && p.key2 == k2)
-			rest = p.rest;
-		else
-			zc_agg_release(p.rest);	/* fd now names another stream */
-		break;
-	}
-	pthread_mutex_unlock(&tab.lock);
-	return rest;
-}
-
-static int pending_put(int fd, uint64_t k1, uint64_t k2, zc_agg *rest)
-{
-	int err = 0;
-
-	pthread_mutex_lock(&tab.lock);
-	if (tab.npend == tab.cap_pend) {
-		size_t cap = tab.cap_pend ? tab.cap_pend * 2 : 8;
-		struct cs_pending *v = realloc(tab.pend, cap * sizeof(*v));
-
-		if (v) {
-			tab.pend = v;
-			tab.cap_pend = cap;
-		} else {
-			err = -ENOMEM;
-		}
-	}
-	if (!err)
-		tab.pend[tab.npend++] = (struct cs_pending){ fd, k1, k2, rest };
-	pthread_mutex_unlock(&tab.lock);
-	return err;
-}
-
-/* Fresh data from fd: 1 with *agg, 0 at end of stream, <0 error. */
-static int read_more(int fd, zc_channel *ch, size_t size, zc_agg **agg)
-{
-	ssize_t r;
-	int err;
-
-	*agg = NULL;
-	while (ch) {
-		err = zc_channel_recv(ch, agg);
-		if (err == -EPIPE)
-			return 0;	/* the peer is gone: end of stream */
-		if (err)
-			return err;
-		if (zc_agg_len(*agg))
-			return 1;
-		zc_agg_release(*agg);	/* empty message: not an EOF */
-		*agg = NULL;
-	}
-	r = iol_read(fd, agg, size);
-	if (r > 0)
-		return 1;
-	zc_agg_release(*agg);
-	*agg = NULL;
-	return (int)r;
-}
-
-/* Keep at most `size` bytes in at most `maxcon` slices of agg; the rest
- * waits for the next cs_read. */
-static int cut(zc_agg *agg, size_t size, size_t maxcon, int fd, uint64_t k1,
-	       uint64_t k2)
-{
-	size_t at = 0, n = zc_agg_nslices(agg);
-	struct zc_slice s;
-	zc_agg *rest;
-	int err;
-
-	for (size_t i = 0; i < n && i < maxcon; i++) {
-		zc_agg_slice(agg, i, &s);
-		at += s.len;
-	}
-	if (at > size)
-		at = size;
-	if (at == zc_agg_len(agg))
-		return 0;
-	err = zc_agg_split(agg, at, &rest);
-	if (!err && (err = pending_put(fd, k1, k2, rest)))
-		zc_agg_release(rest);
-	return err;
-}
 
 /* A container for one slice: buffers are shared as they are; file extents
  * are read into a new buffer (a copy -- mapping the page cache could raise
@@ -555,101 +411,85 @@ static int slice_buf(zc_agg *agg, size_t pos, const struct zc_slice *s,
 	return zc_buf_publish(*buf, s->len);
 }
 
-struct rslice {
-	zc_buf *buf;
-	size_t off, len;
-};
-
 /* Enter all containers at once, or none.  The table takes over the
- * references; on failure they are handed back in v. */
-static int insert_all(struct rslice *v, size_t n, int *cids, bool mapall)
+ * references; on failure they are handed back in bufs. */
+static int insert_all(zc_buf **bufs, struct zc_cs_made *m, size_t n,
+		      bool mapall)
 {
 	size_t i;
 	int cid = 0;
 
 	pthread_mutex_lock(&tab.lock);
 	for (i = 0; i < n; i++) {
-		cid = con_insert(v[i].buf, v[i].off, v[i].len, true, mapall);
+		cid = con_insert(bufs[i], (size_t)m[i].off, (size_t)m[i].len,
+				 true, mapall);
 		if (cid < 0)
 			break;
-		cids[i] = cid;
+		m[i].cid = cid;
 	}
 	if (cid < 0)
 		while (i-- > 0)
-			v[i].buf = con_remove(cids[i]);
+			bufs[i] = con_remove(m[i].cid);
 	pthread_mutex_unlock(&tab.lock);
 	return cid < 0 ? cid : 0;
 }
 
-static void fill_args(const struct rslice *v, size_t n, cs_args *args,
-		      bool mapall)
+/* One slice's container, not yet in the table: 0, or a negative errno
+ * with *buf holding nothing. */
+static int make_one(zc_agg *agg, size_t pos, size_t i, bool mapall,
+		    zc_buf **buf, struct zc_cs_made *m)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (args->offs)
-			args->offs[i] = (int)v[i].off;
-		if (args->lens)
-			args->lens[i] = (int)v[i].len;
-		if (args->sizes)
-			args->sizes[i] = (int)zc_buf_len(v[i].buf);
-		if (args->addrs)
-			args->addrs[i] = mapall ? (void *)zc_buf_data(v[i].buf)
-						: NULL;
+	struct zc_slice s;
+	size_t off = 0;
+	int err;
+
+	zc_agg_slice(agg, i, &s);
+	err = slice_buf(agg, pos, &s, buf, &off);
+	if (err)
+		return err;
+	if (off > INT_MAX || zc_buf_len(*buf) > INT_MAX)
+		err = -EOVERFLOW;
+	*m = (struct zc_cs_made){ -1, (int)off, (int)s.len,
+				  (int)zc_buf_len(*buf), NULL };
+	if (!err && mapall && !(m->addr = (void *)zc_buf_data(*buf)))
+		err = -ENOMEM;	/* mapping the peer's pool failed */
+	if (err) {
+		zc_buf_release(*buf);
+		*buf = NULL;
 	}
+	return err;
 }
 
 /* Turn every slice of agg into a container and fill args. */
 static int make_containers(zc_agg *agg, cs_args *args, bool mapall)
 {
-	size_t n = zc_agg_nslices(agg), pos = 0, got;
-	struct rslice stackv[16], *v = stackv;
+	size_t n = zc_agg_nslices(agg), pos = 0, got = 0;
+	zc_buf *stackb[ZC_CS_STACK], **bufs;
+	struct zc_cs_made stackm[ZC_CS_STACK], *m;
 	int err = 0;
 
-	if (n > 16 && !(v = calloc(n, sizeof(*v))))
-		return -ENOMEM;
-	for (got = 0; !err && got < n; got++) {
-		struct zc_slice s;
-
-		zc_agg_slice(agg, got, &s);
-		err = slice_buf(agg, pos, &s, &v[got].buf, &v[got].off);
+	bufs = zc_cs_scratch(n, sizeof(*bufs), stackb);
+	m = zc_cs_scratch(n, sizeof(*m), stackm);
+	if (!bufs || !m)
+		err = -ENOMEM;
+	for (; !err && got < n; got++) {
+		err = make_one(agg, pos, got, mapall, &bufs[got], &m[got]);
 		if (err)
-			break;	/* v[got] holds nothing */
-		v[got].len = s.len;
-		pos += s.len;
-		if (v[got].off > INT_MAX || zc_buf_len(v[got].buf) > INT_MAX)
-			err = -EOVERFLOW;
-		else if (mapall && !zc_buf_data(v[got].buf))
-			err = -ENOMEM;	/* mapping the peer's pool failed */
+			break;	/* bufs[got] holds nothing */
+		pos += (size_t)m[got].len;
 	}
 	if (!err)
-		err = insert_all(v, n, args->cids, mapall);
+		err = insert_all(bufs, m, n, mapall);
 	if (!err)
-		fill_args(v, n, args, mapall);
+		zc_cs_fill_args(args, m, n, mapall);
 	else
 		for (size_t i = 0; i < got; i++)
-			zc_buf_release(v[i].buf);
-	if (v != stackv)
-		free(v);
+			zc_buf_release(bufs[i]);
+	if (bufs)
+		zc_cs_scratch_free(bufs, stackb);
+	if (m)
+		zc_cs_scratch_free(m, stackm);
 	return err ? err : (int)n;
-}
-
-int zc_cs_channel_recv(int fd, zc_channel *ch, size_t size, size_t maxcon,
-		       zc_agg **agg)
-{
-	uint64_t k1 = 0, k2 = 0;
-	int r;
-
-	if ((r = stream_key(fd, ch, &k1, &k2)))
-		return r;
-	*agg = pending_get(fd, k1, k2);
-	if (!*agg && (r = read_more(fd, ch, size, agg)) <= 0)
-		return r;
-	r = cut(*agg, size, maxcon, fd, k1, k2);
-	if (r) {
-		zc_agg_release(*agg);
-		*agg = NULL;
-		return r;
-	}
-	return 1;
 }
 
 int cs_read(int fd, int size, int maxcon, cs_args *args, int options)
@@ -664,8 +504,8 @@ int cs_read(int fd, int size, int maxcon, cs_args *args, int options)
 		return -EINVAL;
 	if (zc_kabi())
 		return zc_kcs_read(fd, size, maxcon, args, options);
-	r = zc_cs_channel_recv(fd, zc_channel_from_fd(fd), (size_t)size,
-			       (size_t)maxcon, &agg);
+	r = zc_cs_stream_next(fd, zc_channel_from_fd(fd), (size_t)size,
+			      (size_t)maxcon, &agg);
 	if (r <= 0)
 		return r;
 	r = make_containers(agg, args, options & CS_MAPALL);

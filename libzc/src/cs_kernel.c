@@ -50,11 +50,11 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "cs_common.h"
 #include "cs_kernel.h"
 
 #define BRIDGE_RECV_DEFAULT (64 * 1024)	/* cs_read size when nothing queued */
 #define KCS_MAX_COUNT 1024	/* ids in one kernel call (CS_MAX_COUNT) */
-#define KCS_STACK 16		/* per-call arrays up to this live on the stack */
 
 /* ----------------------------------------------------------- the calls */
 
@@ -139,22 +139,6 @@ static void shadow_drop(int count, const int *cids, const uint32_t *gens)
 	pthread_mutex_unlock(&sh.lock);
 }
 
-/* Per-call arrays: in the caller's stack array (room for KCS_STACK
- * entries times per) when n entries fit, else on the heap. */
-static void *scratch_of(size_t n, size_t size, void *stack, size_t room)
-{
-	return n <= room ? stack : calloc(n, size);
-}
-
-#define scratch(n, size, stack) \
-	scratch_of((n), (size), (stack), sizeof(stack) / (size))
-
-static void scratch_free(void *p, void *stack)
-{
-	if (p != stack)
-		free(p);
-}
-
 /* ------------------------------------------------ alloc, free, map, unmap */
 
 int zc_kcs_alloc(int size, void **addr, int options)
@@ -168,18 +152,18 @@ int zc_kcs_alloc(int size, void **addr, int options)
 
 int zc_kcs_free(int count, const int *cids)
 {
-	uint32_t stackg[KCS_STACK], *gens;
+	uint32_t stackg[ZC_CS_STACK], *gens;
 	long r;
 
 	if (count > KCS_MAX_COUNT)
 		return -EINVAL;
-	if (!(gens = scratch((size_t)count, sizeof(*gens), stackg)))
+	if (!(gens = zc_cs_scratch((size_t)count, sizeof(*gens), stackg)))
 		return -ENOMEM;
 	shadow_gens(count, cids, gens);
 	r = ksys(ZC_KNR_FREE, count, (long)cids, 0, 0, 0, 0);
 	if (r == 0)
 		shadow_drop(count, cids, gens);
-	scratch_free(gens, stackg);
+	zc_cs_scratch_free(gens, stackg);
 	return (int)r;
 }
 
@@ -231,16 +215,16 @@ static int cmp_int(const void *a, const void *b)
 /* An id listed twice cannot be given away twice: -EINVAL. */
 static int check_unique(int count, const int *cids)
 {
-	int stackv[KCS_STACK], *v, err = 0;
+	int stackv[ZC_CS_STACK], *v, err = 0;
 
-	if (!(v = scratch((size_t)count, sizeof(*v), stackv)))
+	if (!(v = zc_cs_scratch((size_t)count, sizeof(*v), stackv)))
 		return -ENOMEM;
 	memcpy(v, cids, (size_t)count * sizeof(*v));
 	qsort(v, (size_t)count, sizeof(*v), cmp_int);
 	for (int i = 1; i < count && !err; i++)
 		if (v[i] == v[i - 1])
 			err = -EINVAL;
-	scratch_free(v, stackv);
+	zc_cs_scratch_free(v, stackv);
 	return err;
 }
 
@@ -250,15 +234,15 @@ static int check_unique(int count, const int *cids)
 static ssize_t kwrite(int fd, int count, const int *cids, const int *offs,
 		      const int *lens, struct krange *v, bool file)
 {
-	int stacki[2 * KCS_STACK], *ko = NULL, *kl;
-	uint32_t stackg[KCS_STACK], *gens;
+	int stacki[2 * ZC_CS_STACK], *ko = NULL, *kl;
+	uint32_t stackg[ZC_CS_STACK], *gens;
 	ssize_t r;
 
-	if (!(gens = scratch((size_t)count, sizeof(*gens), stackg)))
+	if (!(gens = zc_cs_scratch((size_t)count, sizeof(*gens), stackg)))
 		return -ENOMEM;
 	shadow_gens(count, cids, gens);
 	if (resolve(count, cids, offs, lens, v) == 0 &&
-	    (ko = scratch(2 * (size_t)count, sizeof(int), stacki))) {
+	    (ko = zc_cs_scratch(2 * (size_t)count, sizeof(int), stacki))) {
 		kl = ko + count;
 		for (int i = 0; i < count; i++) {
 			ko[i] = v[i].off;
@@ -269,7 +253,7 @@ static ssize_t kwrite(int fd, int count, const int *cids, const int *offs,
 	}
 	r = ksys(ZC_KNR_WRITE, fd, count, (long)cids, (long)offs, (long)lens, 0);
 	if (ko)
-		scratch_free(ko, stacki);
+		zc_cs_scratch_free(ko, stacki);
 	if (r >= 0) {
 		shadow_drop(count, cids, gens);
 		if (file)
@@ -277,7 +261,7 @@ static ssize_t kwrite(int fd, int count, const int *cids, const int *offs,
 		else
 			zc_stat_ref((uint64_t)r);
 	}
-	scratch_free(gens, stackg);
+	zc_cs_scratch_free(gens, stackg);
 	return r;
 }
 
@@ -376,12 +360,12 @@ static ssize_t bridge_write(int fd, enum zc_fdkind kind, int count,
 			    const int *cids, const int *offs, const int *lens,
 			    struct krange *v)
 {
-	void *stacka[KCS_STACK], **addrs;
-	uint32_t stackg[KCS_STACK], *gens;
+	void *stacka[ZC_CS_STACK], **addrs;
+	uint32_t stackg[ZC_CS_STACK], *gens;
 	ssize_t r;
 
-	addrs = scratch((size_t)count, sizeof(*addrs), stacka);
-	gens = scratch((size_t)count, sizeof(*gens), stackg);
+	addrs = zc_cs_scratch((size_t)count, sizeof(*addrs), stacka);
+	gens = zc_cs_scratch((size_t)count, sizeof(*gens), stackg);
 	r = addrs && gens ? 0 : -ENOMEM;
 	if (!r)
 		r = check_unique(count, cids);
@@ -410,9 +394,9 @@ static ssize_t bridge_write(int fd, enum zc_fdkind kind, int count,
 	}
 out:
 	if (addrs)
-		scratch_free(addrs, stacka);
+		zc_cs_scratch_free(addrs, stacka);
 	if (gens)
-		scratch_free(gens, stackg);
+		zc_cs_scratch_free(gens, stackg);
 	return r;
 }
 
@@ -420,14 +404,14 @@ ssize_t zc_kcs_write(int fd, int count, const int *cids, const int *offs,
 		     const int *lens)
 {
 	enum zc_fdkind kind = zc_fdkind_of(fd);
-	struct krange stackv[KCS_STACK], *v;
+	struct krange stackv[ZC_CS_STACK], *v;
 	ssize_t r;
 
 	if (kind == ZC_FD_BAD)
 		return -EBADF;
 	if (count > KCS_MAX_COUNT)
 		return -EINVAL;
-	if (!(v = scratch((size_t)count, sizeof(*v), stackv)))
+	if (!(v = zc_cs_scratch((size_t)count, sizeof(*v), stackv)))
 		return -ENOMEM;
 	switch (kind) {
 	case ZC_FD_PIPE:
@@ -440,40 +424,17 @@ ssize_t zc_kcs_write(int fd, int count, const int *cids, const int *offs,
 		r = bridge_write(fd, kind, count, cids, offs, lens, v);
 		break;
 	}
-	scratch_free(v, stackv);
+	zc_cs_scratch_free(v, stackv);
 	return r;
 }
 
 /* ---------------------------------------------------------------- cs_read */
 
-/* One container a read made, to hand back in args. */
-struct kmade {
-	int cid;
-	int off, len, size;
-	void *addr;
-};
-
-static void fill_args(cs_args *args, const struct kmade *m, int n,
-		      bool mapall)
-{
-	for (int i = 0; i < n; i++) {
-		args->cids[i] = m[i].cid;
-		if (args->offs)
-			args->offs[i] = m[i].off;
-		if (args->lens)
-			args->lens[i] = m[i].len;
-		if (args->sizes)
-			args->sizes[i] = m[i].size;
-		if (args->addrs)
-			args->addrs[i] = mapall ? m[i].addr : NULL;
-	}
-}
-
 /* A new mapped container of off + len bytes; its data region is
  * [off, off + len).  The caller fills it.  Its size is reported as
  * off + len, what the portable backend reports for a received buffer (the
  * bytes up to the data's end); the pages behind it are zero. */
-static int make_one(size_t off, size_t len, struct kmade *m)
+static int make_one(size_t off, size_t len, struct zc_cs_made *m)
 {
 	if (off + len > INT_MAX)
 		return -EOVERFLOW;
@@ -488,7 +449,7 @@ static int make_one(size_t off, size_t len, struct kmade *m)
 }
 
 /* Unmap what the caller did not ask to see mapped; on error, free all. */
-static int finish(struct kmade *m, int n, int err, bool mapall)
+static int finish(struct zc_cs_made *m, int n, int err, bool mapall)
 {
 	for (int i = 0; i < n && !err && !mapall; i++)
 		err = zc_kcs_unmap(1, &m[i].cid);
@@ -501,16 +462,16 @@ static int finish(struct kmade *m, int n, int err, bool mapall)
 static int bridge_read_channel(int fd, zc_channel *ch, int size, int maxcon,
 			       cs_args *args, bool mapall)
 {
-	struct kmade stackm[KCS_STACK], *m;
+	struct zc_cs_made stackm[ZC_CS_STACK], *m;
 	size_t pos = 0;
 	zc_agg *agg;
 	int n = 0, r, err = 0;
 
-	r = zc_cs_channel_recv(fd, ch, (size_t)size, (size_t)maxcon, &agg);
+	r = zc_cs_stream_next(fd, ch, (size_t)size, (size_t)maxcon, &agg);
 	if (r <= 0)
 		return r;
 	r = (int)zc_agg_nslices(agg);
-	if (!(m = scratch((size_t)r, sizeof(*m), stackm)))
+	if (!(m = zc_cs_scratch((size_t)r, sizeof(*m), stackm)))
 		err = -ENOMEM;
 	for (; !err && n < r; n++) {
 		struct zc_slice s;
@@ -533,9 +494,9 @@ static int bridge_read_channel(int fd, zc_channel *ch, int size, int maxcon,
 		err = finish(m, n, err, mapall);
 		if (!err) {
 			zc_stat_copy(pos);
-			fill_args(args, m, r, mapall);
+			zc_cs_fill_args(args, m, (size_t)r, mapall);
 		}
-		scratch_free(m, stackm);
+		zc_cs_scratch_free(m, stackm);
 	}
 	return err ? err : r;
 }
@@ -544,7 +505,7 @@ static int bridge_read_channel(int fd, zc_channel *ch, int size, int maxcon,
  * is queued (FIONREAD) or a default when that is unknown. */
 static int bridge_read_stream(int fd, int size, cs_args *args, bool mapall)
 {
-	struct kmade m;
+	struct zc_cs_made m;
 	size_t want = (size_t)size;
 	int avail = 0, err;
 	ssize_t r;
@@ -573,7 +534,7 @@ static int bridge_read_stream(int fd, int size, cs_args *args, bool mapall)
 	if (err)
 		return err;
 	zc_stat_copy((uint64_t)r);
-	fill_args(args, &m, 1, mapall);
+	zc_cs_fill_args(args, &m, 1, mapall);
 	return 1;
 }
 
@@ -583,29 +544,29 @@ static int bridge_read_stream(int fd, int size, cs_args *args, bool mapall)
 static int kread(int fd, enum zc_fdkind kind, int size, int maxcon,
 		 cs_args *args, int options)
 {
-	int stacki[4 * KCS_STACK], *v;
-	void *stacka[KCS_STACK], **addrs;
-	struct kmade stackm[KCS_STACK], *m = NULL;
+	int stacki[4 * ZC_CS_STACK], *v;
+	void *stacka[ZC_CS_STACK], **addrs;
+	struct zc_cs_made stackm[ZC_CS_STACK], *m = NULL;
 	size_t max = (size_t)(maxcon < KCS_MAX_COUNT ? maxcon : KCS_MAX_COUNT);
 	cs_args ka;
 	long r;
 
-	v = scratch(4 * max, sizeof(int), stacki);
-	addrs = scratch(max, sizeof(*addrs), stacka);
+	v = zc_cs_scratch(4 * max, sizeof(int), stacki);
+	addrs = zc_cs_scratch(max, sizeof(*addrs), stacka);
 	r = v && addrs ? 0 : -ENOMEM;
 	if (!r) {
 		ka = (cs_args){ v, v + max, v + 2 * max, v + 3 * max, addrs };
 		r = ksys(ZC_KNR_READ, fd, size, (long)max, (long)&ka, options,
 			 0);
 	}
-	if (r > 0 && !(m = scratch((size_t)r, sizeof(*m), stackm))) {
+	if (r > 0 && !(m = zc_cs_scratch((size_t)r, sizeof(*m), stackm))) {
 		/* The data is consumed; without memory to report it, the
 		 * containers can only go. */
 		ksys(ZC_KNR_FREE, r, (long)ka.cids, 0, 0, 0, 0);
 		r = -ENOMEM;
 	}
 	for (long i = 0; r > 0 && i < r; i++) {
-		m[i] = (struct kmade){ ka.cids[i], ka.offs[i], ka.lens[i],
+		m[i] = (struct zc_cs_made){ ka.cids[i], ka.offs[i], ka.lens[i],
 				       ka.sizes[i], ka.addrs[i] };
 		shadow_set(m[i].cid, (size_t)m[i].size, (size_t)m[i].off,
 			   (size_t)m[i].len);
@@ -618,13 +579,13 @@ static int kread(int fd, enum zc_fdkind kind, int size, int maxcon,
 			zc_stat_copy((uint64_t)m[i].len);
 	}
 	if (r > 0)
-		fill_args(args, m, (int)r, options & CS_MAPALL);
+		zc_cs_fill_args(args, m, (size_t)r, options & CS_MAPALL);
 	if (m)
-		scratch_free(m, stackm);
+		zc_cs_scratch_free(m, stackm);
 	if (v)
-		scratch_free(v, stacki);
+		zc_cs_scratch_free(v, stacki);
 	if (addrs)
-		scratch_free(addrs, stacka);
+		zc_cs_scratch_free(addrs, stacka);
 	return (int)r;
 }
 

@@ -1,6 +1,6 @@
 /*
  * cs_kernel.h - the kernel backend of the Container Shipping calls
- * (cs_kernel.c), and what it borrows from the portable one (cs.c).
+ * (cs_kernel.c).
  *
  * Private to libzc: programs call cs_* from zc.h, which dispatch here when
  * backend.c found the patched kernel's ABI.
@@ -38,15 +38,5 @@ int zc_kcs_unmap(int count, const int *cids);
 ssize_t zc_kcs_write(int fd, int count, const int *cids, const int *offs,
 		     const int *lens);
 int zc_kcs_read(int fd, int size, int maxcon, cs_args *args, int options);
-
-/* From cs.c.  The next data of channel ch (descriptor fd): what an earlier
- * call left pending first, then a new message, cut to at most size bytes
- * in at most maxcon slices (the rest stays pending).  1 with *agg, 0 at end
- * of stream, or a negative errno. */
-int zc_cs_channel_recv(int fd, zc_channel *ch, size_t size, size_t maxcon,
-		       zc_agg **agg);
-/* A buffer from the default pool, waiting a little for loaned memory to
- * come back when the pool is full. */
-int zc_cs_alloc_buf(size_t size, zc_buf **out);
 
 #endif /* ZC_CS_KERNEL_H */
