@@ -1,7 +1,7 @@
 /*
  * cs_kernel.c - Container Shipping on the patched kernel: the cs_* calls
- * as system calls, containers as kernel objects.  cs.c checks the
- * arguments (the same way as on the portable backend) and comes here.
+ * as system calls, containers as kernel objects.  This is the backend's
+ * table; cs.c has checked the arguments.
  *
  * Who does what, by descriptor kind:
  *
@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 
+#include "cs_backend.h"
 #include "cs_kernel.h"
 #include "cs_common.h"
 
@@ -63,8 +64,8 @@ static ssize_t kwrite(int fd, int count, const int *cids, const int *offs,
 	return r;
 }
 
-ssize_t zc_kcs_write(int fd, int count, const int *cids, const int *offs,
-		     const int *lens)
+static ssize_t kernel_write(int fd, int count, const int *cids,
+			    const int *offs, const int *lens)
 {
 	enum zc_fdkind kind = zc_fdkind_of(fd);
 	struct zc_krange stackv[ZC_CS_STACK], *v;
@@ -145,7 +146,8 @@ static int kread(int fd, enum zc_fdkind kind, int size, int maxcon,
 	return (int)r;
 }
 
-int zc_kcs_read(int fd, int size, int maxcon, cs_args *args, int options)
+static int kernel_read(int fd, int size, int maxcon, cs_args *args,
+		       int options)
 {
 	enum zc_fdkind kind = zc_fdkind_of(fd);
 	bool mapall = options & CS_MAPALL;
@@ -165,3 +167,9 @@ int zc_kcs_read(int fd, int size, int maxcon, cs_args *args, int options)
 		return zc_kcs_bridge_read_stream(fd, size, args, mapall);
 	}
 }
+
+const struct zc_cs_ops zc_cs_kernel_ops = {
+	.alloc = zc_kcs_alloc, .free = zc_kcs_free,
+	.map = zc_kcs_map, .unmap = zc_kcs_unmap,
+	.write = kernel_write, .read = kernel_read,
+};

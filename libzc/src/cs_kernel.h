@@ -2,16 +2,15 @@
  * cs_kernel.h - the parts of the kernel backend of Container Shipping, one
  * layer per file, each calling only the ones below it:
  *
- *   cs_kernel.c         the calls cs.c makes: the path each kind of
- *                       descriptor takes; pipes, regular files, TCP and
- *                       AF_UNIX streams are the system calls
+ *   cs_kernel.c         the backend's table (cs_backend.h): the path each
+ *                       kind of descriptor takes; pipes, regular files,
+ *                       TCP and AF_UNIX streams are the system calls
  *   cs_kernel_bridge.c  channels and other descriptors, which the kernel
  *                       does not serve: bridged through the mappings
  *   cs_kernel_calls.c   the system calls, and the shadow table of each
  *                       container's data region
  *
- * Private to libzc: programs call cs_* from zc.h, which dispatch here when
- * backend.c found the patched kernel's ABI.
+ * Private to libzc, and within it to these three files.
  */
 #ifndef ZC_CS_KERNEL_H
 #define ZC_CS_KERNEL_H
@@ -23,35 +22,12 @@
 
 #include "internal.h"
 
-/* The calls, in the order of the kernel's syscalls/ directory. */
-enum {
-	ZC_KNR_ALLOC, ZC_KNR_FREE, ZC_KNR_MAP, ZC_KNR_UNMAP,
-	ZC_KNR_READ, ZC_KNR_WRITE, ZC_KNR
-};
-
-/* Call numbers read from /sys/kernel/zc/syscalls. */
-struct zc_kabi {
-	long nr[ZC_KNR];
-};
-
-/* The running kernel's Container Shipping ABI, or NULL: portable backend
- * (no such kernel, an ABI version we do not speak, or ZC_BACKEND=portable).
- * Probed once per process (backend.c). */
-const struct zc_kabi *zc_kabi(void);
-
 #define KCS_MAX_COUNT 1024	/* ids in one kernel call (CS_MAX_COUNT) */
 
 /* A byte range of a container: what cs_write sends of it. */
 struct zc_krange {
 	int off, len;
 };
-
-/* ------------------------------------------------------- cs_kernel.c */
-
-/* The kernel backend's cs_write and cs_read (arguments checked by cs.c). */
-ssize_t zc_kcs_write(int fd, int count, const int *cids, const int *offs,
-		     const int *lens);
-int zc_kcs_read(int fd, int size, int maxcon, cs_args *args, int options);
 
 /* ------------------------------------------------- cs_kernel_calls.c */
 
