@@ -11,6 +11,10 @@
  *
  * ZC_BACKEND=portable in the environment forces the portable backend (to
  * compare the two, or to rule the kernel out while debugging).
+ *
+ * cs.c turns the answer into the Container Shipping table it calls
+ * through; this file calls no backend, so the backends may use it (the
+ * call numbers, the counters below).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -22,7 +26,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "cs_kernel.h"
 
 #define ZC_SYSFS "/sys/kernel/zc"
 #define ZC_ABI_SUPPORTED 1

@@ -1,5 +1,5 @@
 /*
- * channel.h - channel internals other modules use (cs.c).
+ * channel.h - channel internals other modules use (cs_common.c).
  *
  * Not part of the public API: zc.h has the channel calls programs make.
  */

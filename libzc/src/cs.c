@@ -1,674 +1,86 @@
 /*
- * cs.c - Container Shipping (Anderson, Pasquale et al.) on the portable
- * backend: cs_alloc, cs_free, cs_read, cs_write, cs_map, cs_unmap.
+ * cs.c - the Container Shipping calls of zc.h: cs_alloc, cs_free, cs_read,
+ * cs_write, cs_map, cs_unmap.
  *
- * Every call checks its arguments here, the same way for both backends,
- * then hands over to cs_kernel.c when the patched kernel is running.
- *
- * A container is a libzc buffer with move semantics on top:
- *
- *   cs_alloc   a writable buffer from the process's pool (zc_default_pool)
- *   cs_write   publishes the containers (immutable from then on), sends
- *              their slices with iol_write -- descriptors on a channel --
- *              and gives them away: their ids are dead afterwards
- *   cs_read    turns what arrives into new, read-only containers
- *
- * Mapping, honestly: on this backend a pool is mapped once per process (the
- * owner read-write, peers read-only, imports lazily on first use), so
- * cs_map hands out an address inside that mapping without a system call,
- * and "unmapped" is bookkeeping.  What the paper's no-map case saves --
- * never touching the pages -- holds here too: a container that is never
- * mapped is never read or written by this process.  The kernel backend
- * (cs_kernel.c) maps and unmaps per container.
- *
- * Container ids are small integers reused through a free list, like file
- * descriptors.  The table is guarded by one mutex, so the calls are
- * thread-safe; a program that shares ids between threads still has to
- * order its own cs_free/cs_write against another thread's cs_map.
+ * Each call checks its arguments here, once for both backends, so that a
+ * bad call fails the same way whichever backend runs, and then goes
+ * through the backend's table (cs_backend.h).  The table is picked at the
+ * first call, from what backend.c found: the kernel backend (cs_kernel.c)
+ * when the patched kernel publishes a compatible ABI and ZC_BACKEND does
+ * not say "portable", else the portable one (cs_portable.c).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <errno.h>
-#include <limits.h>
-#include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 
 #include "internal.h"
-#include "channel.h"
-#include "cs_kernel.h"
+#include "cs_backend.h"
 
-#define RECLAIM_WAIT_MS 1000	/* cs_alloc waits this long for loans */
-#define MAX_CIDS (INT_MAX / 2)
+static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
+static const struct zc_cs_ops *ops;
 
-struct cs_con {
-	zc_buf *buf;		/* NULL: free slot */
-	uint32_t data_off;	/* where the data starts in the container */
-	uint32_t data_len;
-	bool mapped;
-	bool readonly;		/* received or published: never writable */
-	int next_free;
-	unsigned mark;		/* duplicate detection (epoch) */
-};
-
-/* The rest of a cs_read that did not fit in `size` or `maxcon`: the next
- * cs_read on the same descriptor returns it first, nothing is lost. */
-struct cs_pending {
-	int fd;
-	uint64_t key1, key2;	/* channel serial, or st_dev/st_ino */
-	zc_agg *rest;
-};
-
-static struct {
-	pthread_mutex_t lock;
-	struct cs_con *v;
-	int cap, free_head;
-	unsigned epoch;
-	struct cs_pending *pend;
-	size_t npend, cap_pend;
-} tab = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, -1, 0, NULL, 0, 0 };
-
-/* ---------------------------------------------------------------- table */
-
-static struct cs_con *con_get(int cid)
+static void ops_choose(void)
 {
-	if (cid < 0 || cid >= tab.cap || !tab.v[cid].buf)
-		return NULL;
-	return &tab.v[cid];
+	ops = zc_kabi() ? &zc_cs_kernel_ops : &zc_cs_portable_ops;
 }
 
-static int tab_grow(void)
+static const struct zc_cs_ops *cs_ops(void)
 {
-	int cap = tab.cap ? tab.cap * 2 : 64;
-	struct cs_con *v;
-
-	if (cap > MAX_CIDS)
-		return -ENOMEM;
-	v = realloc(tab.v, (size_t)cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	memset(v + tab.cap, 0, (size_t)(cap - tab.cap) * sizeof(*v));
-	/* Low ids first, like file descriptors. */
-	for (int i = cap - 1; i >= tab.cap; i--) {
-		v[i].next_free = tab.free_head;
-		tab.free_head = i;
-	}
-	tab.v = v;
-	tab.cap = cap;
-	return 0;
+	pthread_once(&ops_once, ops_choose);
+	return ops;
 }
 
-/* A new container holding the caller's reference to buf.  Lock held. */
-static int con_insert(zc_buf *buf, size_t off, size_t len, bool readonly,
-		      bool mapped)
+/* A list of ids: a count, and the array when there is anything in it. */
+static bool ids_ok(int count, const int *cids)
 {
-	struct cs_con *c;
-	int cid, err;
-
-	if (tab.free_head < 0 && (err = tab_grow()))
-		return err;
-	cid = tab.free_head;
-	c = &tab.v[cid];
-	tab.free_head = c->next_free;
-	c->buf = buf;
-	c->data_off = (uint32_t)off;
-	c->data_len = (uint32_t)len;
-	c->readonly = readonly;
-	c->mapped = mapped;
-	return cid;
-}
-
-/* Forget a container; returns the reference it held.  Lock held. */
-static zc_buf *con_remove(int cid)
-{
-	struct cs_con *c = &tab.v[cid];
-	zc_buf *buf = c->buf;
-
-	c->buf = NULL;
-	c->mapped = false;
-	c->next_free = tab.free_head;
-	tab.free_head = cid;
-	return buf;
-}
-
-/* Every id must name a container this process holds (-EBADF); with
- * unique, none may appear twice (-EINVAL: it cannot be given away or freed
- * twice).  Lock held. */
-static int check_cids(int count, const int *cids, bool unique)
-{
-	unsigned epoch = ++tab.epoch;
-
-	if (epoch == 0) {	/* wrapped: old marks could collide */
-		for (int i = 0; i < tab.cap; i++)
-			tab.v[i].mark = 0;
-		epoch = tab.epoch = 1;
-	}
-	for (int i = 0; i < count; i++) {
-		struct cs_con *c = con_get(cids[i]);
-
-		if (!c)
-			return -EBADF;
-		if (unique && c->mark == epoch)
-			return -EINVAL;
-		c->mark = epoch;
-	}
-	return 0;
-}
-
-static bool con_writable(const struct cs_con *c)
-{
-	return !c->readonly && zc_buf_wptr(c->buf);
-}
-
-/* The container's size: its capacity while writable, else what was
- * published (a received buffer is exactly its data). */
-static size_t con_size(const struct cs_con *c)
-{
-	return con_writable(c) ? zc_buf_capacity(c->buf) : zc_buf_len(c->buf);
-}
-
-static void *con_addr(struct cs_con *c)
-{
-	if (con_writable(c))
-		return zc_buf_wptr(c->buf);
-	return (void *)zc_buf_data(c->buf);
-}
-
-/* ------------------------------------------------------ alloc, map, free */
-
-/* A buffer for a new container.  A full pool usually means the memory is
- * out on loan to channel peers: collect what they returned, then wait a
- * little for more, before giving up. */
-int zc_cs_alloc_buf(size_t size, zc_buf **out)
-{
-	zc_pool *pool = zc_default_pool();
-	int err;
-
-	if (!pool)
-		return -ENOMEM;
-	err = zc_buf_alloc(pool, size, out);
-	if (err == -ENOMEM && zc_channel_reclaim(0) > 0)
-		err = zc_buf_alloc(pool, size, out);
-	if (err == -ENOMEM && zc_channel_reclaim(RECLAIM_WAIT_MS) > 0)
-		err = zc_buf_alloc(pool, size, out);
-	return err;
+	return count >= 0 && (count == 0 || cids);
 }
 
 int cs_alloc(int size, void **addr, int options)
 {
-	bool mapnow = options & CS_MAPNOW;
-	zc_buf *b;
-	int cid;
-
 	if (addr)
 		*addr = NULL;
-	if (size <= 0 || (options & ~CS_MAPNOW) || (mapnow && !addr))
+	if (size <= 0 || (options & ~CS_MAPNOW) ||
+	    ((options & CS_MAPNOW) && !addr))
 		return -EINVAL;
-	if (zc_kabi())
-		return zc_kcs_alloc(size, addr, options);
-	cid = zc_cs_alloc_buf((size_t)size, &b);
-	if (cid)
-		return cid;
-	pthread_mutex_lock(&tab.lock);
-	cid = con_insert(b, 0, (size_t)size, false, mapnow);
-	pthread_mutex_unlock(&tab.lock);
-	if (cid < 0) {
-		zc_buf_release(b);
-		return cid;
-	}
-	if (mapnow)
-		*addr = zc_buf_wptr(b);
-	return cid;
+	return cs_ops()->alloc(size, addr, options);
 }
 
 int cs_free(int count, const int *cids)
 {
-	int err;
-
-	if (count < 0 || (count > 0 && !cids))
-		return -EINVAL;
-	if (zc_kabi())
-		return zc_kcs_free(count, cids);
-	pthread_mutex_lock(&tab.lock);
-	err = check_cids(count, cids, true);
-	/* Releasing under the lock is safe: a release never calls back
-	 * into this module. */
-	for (int i = 0; !err && i < count; i++)
-		zc_buf_release(con_remove(cids[i]));
-	pthread_mutex_unlock(&tab.lock);
-	return err;
+	return ids_ok(count, cids) ? cs_ops()->free(count, cids) : -EINVAL;
 }
 
 int cs_map(int count, const int *cids, void **addrs, int options)
 {
-	int err;
-
-	if (count < 0 || options || (count > 0 && (!cids || !addrs)))
+	if (!ids_ok(count, cids) || options || (count > 0 && !addrs))
 		return -EINVAL;
-	if (zc_kabi())
-		return zc_kcs_map(count, cids, addrs);
-	pthread_mutex_lock(&tab.lock);
-	err = check_cids(count, cids, false);
-	for (int i = 0; !err && i < count; i++) {
-		addrs[i] = con_addr(&tab.v[cids[i]]);
-		if (!addrs[i])
-			err = -ENOMEM;	/* mapping the peer's pool failed */
-	}
-	for (int i = 0; !err && i < count; i++)
-		tab.v[cids[i]].mapped = true;
-	pthread_mutex_unlock(&tab.lock);
-	return err;
+	return cs_ops()->map(count, cids, addrs);
 }
 
 int cs_unmap(int count, const int *cids)
 {
-	int err;
-
-	if (count < 0 || (count > 0 && !cids))
-		return -EINVAL;
-	if (zc_kabi())
-		return zc_kcs_unmap(count, cids);
-	pthread_mutex_lock(&tab.lock);
-	err = check_cids(count, cids, false);
-	for (int i = 0; !err && i < count; i++)
-		tab.v[cids[i]].mapped = false;
-	pthread_mutex_unlock(&tab.lock);
-	return err;
-}
-
-/* --------------------------------------------------------------- cs_write */
-
-struct wslice {
-	zc_buf *buf;		/* our own reference */
-	size_t off, len;
-	bool writable;
-};
-
-/* Resolve (cid, off, len) triples under the lock, taking references.
- * offs NULL: the container's data offset; lens NULL: to the data's end. */
-static int collect(int count, const int *cids, const int *offs,
-		   const int *lens, struct wslice *v)
-{
-	int err = check_cids(count, cids, true);
-
-	for (int i = 0; !err && i < count; i++) {
-		struct cs_con *c = &tab.v[cids[i]];
-		size_t size = con_size(c), end = (size_t)c->data_off + c->data_len;
-		long long off = offs ? offs[i] : (long long)c->data_off;
-		long long len = lens ? lens[i] : (long long)end - off;
-
-		if (off < 0 || len < 0 || (size_t)off > size ||
-		    (size_t)len > size - (size_t)off) {
-			err = -EINVAL;
-			break;
-		}
-		v[i].buf = zc_buf_ref(c->buf);
-		v[i].off = (size_t)off;
-		v[i].len = (size_t)len;
-		v[i].writable = con_writable(c);
-	}
-	return err;
-}
-
-/* Write the whole aggregate.  A blocking descriptor loops over partial
- * writes; a non-blocking one that took part of it waits for room, because
- * a container is given away whole or not at all. */
-static ssize_t write_all(int fd, zc_agg *agg)
-{
-	zc_channel *ch = zc_channel_from_fd(fd);
-	size_t total = zc_agg_len(agg), done = 0;
-
-	if (total == 0)
-		return 0;
-	if (ch) {
-		int err = zc_channel_send(ch, agg);
-
-		return err ? err : (ssize_t)total;
-	}
-	while (done < total) {
-		ssize_t r = iol_write(fd, agg);
-
-		if (r > 0) {
-			done += (size_t)r;
-			continue;
-		}
-		if (r == 0)
-			r = -EIO;	/* no progress and no reason */
-		if (done == 0)
-			return r;	/* nothing went out: keep everything */
-		if (r == -EAGAIN) {
-			struct pollfd p = { .fd = fd, .events = POLLOUT };
-
-			poll(&p, 1, -1);
-		} else if (r != -EINTR) {
-			return r;
-		}
-	}
-	return (ssize_t)total;
-}
-
-/* After cs_write: the ids are dead (move semantics).  On failure they stay,
- * but what was published is read-only from now on. */
-static void settle(int count, const int *cids, struct wslice *v, bool gone)
-{
-	pthread_mutex_lock(&tab.lock);
-	for (int i = 0; i < count; i++) {
-		struct cs_con *c = con_get(cids[i]);
-
-		/* Another thread may have freed and reused the id. */
-		if (!c || c->buf != v[i].buf)
-			continue;
-		if (gone)
-			zc_buf_release(con_remove(cids[i]));
-		else if (v[i].writable)
-			c->readonly = true;
-	}
-	pthread_mutex_unlock(&tab.lock);
+	return ids_ok(count, cids) ? cs_ops()->unmap(count, cids) : -EINVAL;
 }
 
 ssize_t cs_write(int fd, int count, const int *cids, const int *offs,
 		 const int *lens, int options)
 {
-	struct wslice stackv[16], *v = stackv;
-	zc_agg *agg = NULL;
-	ssize_t r;
-	int err;
-
 	if (fd < 0)
 		return -EBADF;
-	if (count < 0 || options || (count > 0 && !cids))
+	if (!ids_ok(count, cids) || options)
 		return -EINVAL;
 	if (count == 0)
 		return 0;
-	if (zc_kabi())
-		return zc_kcs_write(fd, count, cids, offs, lens);
-	if (count > 16 && !(v = calloc((size_t)count, sizeof(*v))))
-		return -ENOMEM;
-	memset(v, 0, (size_t)(count > 16 ? count : 16) * sizeof(*v));
-	pthread_mutex_lock(&tab.lock);
-	err = collect(count, cids, offs, lens, v);
-	pthread_mutex_unlock(&tab.lock);
-	/* Publishing freezes the bytes; it only happens once every id and
-	 * range checked out. */
-	for (int i = 0; !err && i < count; i++)
-		if (v[i].writable)
-			err = zc_buf_publish(v[i].buf, v[i].off + v[i].len);
-	if (!err)
-		err = zc_agg_create(&agg);
-	for (int i = 0; !err && i < count; i++)
-		if (v[i].len)
-			err = zc_agg_append_buf(agg, v[i].buf, v[i].off, v[i].len);
-	r = err ? err : write_all(fd, agg);
-	zc_agg_release(agg);
-	if (!err)
-		settle(count, cids, v, r >= 0);
-	for (int i = 0; i < count; i++)
-		zc_buf_release(v[i].buf);
-	if (v != stackv)
-		free(v);
-	return r;
-}
-
-/* ---------------------------------------------------------------- cs_read */
-
-/* What identifies the stream behind fd, so pending data never leaks into
- * a different file or channel that reuses the number. */
-static int stream_key(int fd, zc_channel *ch, uint64_t *k1, uint64_t *k2)
-{
-	struct stat st;
-
-	if (ch) {
-		*k1 = zc_channel_serial(ch);
-		*k2 = 0;
-		return 0;
-	}
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	*k1 = (uint64_t)st.st_dev;
-	*k2 = (uint64_t)st.st_ino;
-	return 0;
-}
-
-/* Take the pending rest for this stream, if any (a rest left for a
- * stream that fd no longer names is dropped). */
-static zc_agg *pending_get(int fd, uint64_t k1, uint64_t k2)
-{
-	zc_agg *rest = NULL;
-
-	pthread_mutex_lock(&tab.lock);
-	for (size_t i = 0; i < tab.npend; i++) {
-		struct cs_pending p = tab.pend[i];
-
-		if (p.fd != fd)
-			continue;
-		tab.pend[i] = tab.pend[--tab.npend];
-		if (p.key1 == k1 && p.key2 == k2)
-			rest = p.rest;
-		else
-			zc_agg_release(p.rest);	/* fd now names another stream */
-		break;
-	}
-	pthread_mutex_unlock(&tab.lock);
-	return rest;
-}
-
-static int pending_put(int fd, uint64_t k1, uint64_t k2, zc_agg *rest)
-{
-	int err = 0;
-
-	pthread_mutex_lock(&tab.lock);
-	if (tab.npend == tab.cap_pend) {
-		size_t cap = tab.cap_pend ? tab.cap_pend * 2 : 8;
-		struct cs_pending *v = realloc(tab.pend, cap * sizeof(*v));
-
-		if (v) {
-			tab.pend = v;
-			tab.cap_pend = cap;
-		} else {
-			err = -ENOMEM;
-		}
-	}
-	if (!err)
-		tab.pend[tab.npend++] = (struct cs_pending){ fd, k1, k2, rest };
-	pthread_mutex_unlock(&tab.lock);
-	return err;
-}
-
-/* Fresh data from fd: 1 with *agg, 0 at end of stream, <0 error. */
-static int read_more(int fd, zc_channel *ch, size_t size, zc_agg **agg)
-{
-	ssize_t r;
-	int err;
-
-	*agg = NULL;
-	while (ch) {
-		err = zc_channel_recv(ch, agg);
-		if (err == -EPIPE)
-			return 0;	/* the peer is gone: end of stream */
-		if (err)
-			return err;
-		if (zc_agg_len(*agg))
-			return 1;
-		zc_agg_release(*agg);	/* empty message: not an EOF */
-		*agg = NULL;
-	}
-	r = iol_read(fd, agg, size);
-	if (r > 0)
-		return 1;
-	zc_agg_release(*agg);
-	*agg = NULL;
-	return (int)r;
-}
-
-/* Keep at most `size` bytes in at most `maxcon` slices of agg; the rest
- * waits for the next cs_read. */
-static int cut(zc_agg *agg, size_t size, size_t maxcon, int fd, uint64_t k1,
-	       uint64_t k2)
-{
-	size_t at = 0, n = zc_agg_nslices(agg);
-	struct zc_slice s;
-	zc_agg *rest;
-	int err;
-
-	for (size_t i = 0; i < n && i < maxcon; i++) {
-		zc_agg_slice(agg, i, &s);
-		at += s.len;
-	}
-	if (at > size)
-		at = size;
-	if (at == zc_agg_len(agg))
-		return 0;
-	err = zc_agg_split(agg, at, &rest);
-	if (!err && (err = pending_put(fd, k1, k2, rest)))
-		zc_agg_release(rest);
-	return err;
-}
-
-/* A container for one slice: buffers are shared as they are; file extents
- * are read into a new buffer (a copy -- mapping the page cache could raise
- * SIGBUS if the file shrank; the kernel backend moves the pages instead). */
-static int slice_buf(zc_agg *agg, size_t pos, const struct zc_slice *s,
-		     zc_buf **buf, size_t *off)
-{
-	ssize_t n;
-	int err;
-
-	if (s->kind == ZC_SLICE_BUF) {
-		*buf = zc_buf_ref(s->buf);
-		*off = s->off;
-		return 0;
-	}
-	err = zc_cs_alloc_buf(s->len, buf);
-	if (err)
-		return err;
-	n = zc_agg_copyout(agg, pos, zc_buf_wptr(*buf), s->len);
-	if (n >= 0 && (size_t)n != s->len)
-		n = -ESTALE;
-	if (n < 0) {
-		zc_buf_release(*buf);
-		return (int)n;
-	}
-	*off = 0;
-	return zc_buf_publish(*buf, s->len);
-}
-
-struct rslice {
-	zc_buf *buf;
-	size_t off, len;
-};
-
-/* Enter all containers at once, or none.  The table takes over the
- * references; on failure they are handed back in v. */
-static int insert_all(struct rslice *v, size_t n, int *cids, bool mapall)
-{
-	size_t i;
-	int cid = 0;
-
-	pthread_mutex_lock(&tab.lock);
-	for (i = 0; i < n; i++) {
-		cid = con_insert(v[i].buf, v[i].off, v[i].len, true, mapall);
-		if (cid < 0)
-			break;
-		cids[i] = cid;
-	}
-	if (cid < 0)
-		while (i-- > 0)
-			v[i].buf = con_remove(cids[i]);
-	pthread_mutex_unlock(&tab.lock);
-	return cid < 0 ? cid : 0;
-}
-
-static void fill_args(const struct rslice *v, size_t n, cs_args *args,
-		      bool mapall)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (args->offs)
-			args->offs[i] = (int)v[i].off;
-		if (args->lens)
-			args->lens[i] = (int)v[i].len;
-		if (args->sizes)
-			args->sizes[i] = (int)zc_buf_len(v[i].buf);
-		if (args->addrs)
-			args->addrs[i] = mapall ? (void *)zc_buf_data(v[i].buf)
-						: NULL;
-	}
-}
-
-/* Turn every slice of agg into a container and fill args. */
-static int make_containers(zc_agg *agg, cs_args *args, bool mapall)
-{
-	size_t n = zc_agg_nslices(agg), pos = 0, got;
-	struct rslice stackv[16], *v = stackv;
-	int err = 0;
-
-	if (n > 16 && !(v = calloc(n, sizeof(*v))))
-		return -ENOMEM;
-	for (got = 0; !err && got < n; got++) {
-		struct zc_slice s;
-
-		zc_agg_slice(agg, got, &s);
-		err = slice_buf(agg, pos, &s, &v[got].buf, &v[got].off);
-		if (err)
-			break;	/* v[got] holds nothing */
-		v[got].len = s.len;
-		pos += s.len;
-		if (v[got].off > INT_MAX || zc_buf_len(v[got].buf) > INT_MAX)
-			err = -EOVERFLOW;
-		else if (mapall && !zc_buf_data(v[got].buf))
-			err = -ENOMEM;	/* mapping the peer's pool failed */
-	}
-	if (!err)
-		err = insert_all(v, n, args->cids, mapall);
-	if (!err)
-		fill_args(v, n, args, mapall);
-	else
-		for (size_t i = 0; i < got; i++)
-			zc_buf_release(v[i].buf);
-	if (v != stackv)
-		free(v);
-	return err ? err : (int)n;
-}
-
-int zc_cs_channel_recv(int fd, zc_channel *ch, size_t size, size_t maxcon,
-		       zc_agg **agg)
-{
-	uint64_t k1 = 0, k2 = 0;
-	int r;
-
-	if ((r = stream_key(fd, ch, &k1, &k2)))
-		return r;
-	*agg = pending_get(fd, k1, k2);
-	if (!*agg && (r = read_more(fd, ch, size, agg)) <= 0)
-		return r;
-	r = cut(*agg, size, maxcon, fd, k1, k2);
-	if (r) {
-		zc_agg_release(*agg);
-		*agg = NULL;
-		return r;
-	}
-	return 1;
+	return cs_ops()->write(fd, count, cids, offs, lens);
 }
 
 int cs_read(int fd, int size, int maxcon, cs_args *args, int options)
 {
-	zc_agg *agg;
-	int r;
-
 	if (fd < 0)
 		return -EBADF;
 	if (size <= 0 || maxcon <= 0 || !args || !args->cids ||
 	    (options & ~CS_MAPALL))
 		return -EINVAL;
-	if (zc_kabi())
-		return zc_kcs_read(fd, size, maxcon, args, options);
-	r = zc_cs_channel_recv(fd, zc_channel_from_fd(fd), (size_t)size,
-			       (size_t)maxcon, &agg);
-	if (r <= 0)
-		return r;
-	r = make_containers(agg, args, options & CS_MAPALL);
-	zc_agg_release(agg);
-	return r;
+	return cs_ops()->read(fd, size, maxcon, args, options);
 }

@@ -2,18 +2,24 @@
  * internal.h - libzc's private structures, shared by its modules.
  *
  * Module map (one job each):
- *   pool.c     pools: memfd, sealing, page allocator, recycling, import
- *   buf.c      buffers: reference counts, publish, generations, release
- *   file.c     files: version capture and checks
- *   agg.c      aggregates: slice vector operations
- *   agg_map.c  zc_agg_map / zc_agg_copyout
- *   fdkind.c   what kind of descriptor an fd is
- *   io_read.c  iol_read
- *   io_write.c iol_write: per (slice, destination) transfer mechanism
- *   channel.c  channels: socket handshake, descriptor rings, credits
- *   cs.c       Container Shipping calls and the container table
- *   backend.c  backend selection and I/O counters
- *   sockmsg.c  passing descriptors over UNIX sockets
+ *   pool.c       pools: memfd, sealing, page allocator, recycling, import
+ *   buf.c        buffers: reference counts, publish, generations, release
+ *   file.c       files: version capture and checks
+ *   agg.c        aggregates: slice vector operations
+ *   agg_map.c    zc_agg_map / zc_agg_copyout
+ *   fdkind.c     what kind of descriptor an fd is
+ *   io_read.c    iol_read
+ *   io_write.c   iol_write: per (slice, destination) transfer mechanism
+ *   channel.c    channels: socket handshake, descriptor rings, credits
+ *   cs.c         Container Shipping calls: argument checks, then the
+ *                backend's table (cs_backend.h)
+ *   cs_portable.c        the portable backend and its container table
+ *   cs_kernel.c          the kernel backend's table: path per descriptor
+ *   cs_kernel_bridge.c   channels and other descriptors via mappings
+ *   cs_kernel_calls.c    the system calls and the shadow table
+ *   cs_common.c          what both backends use (cs_common.h)
+ *   backend.c    backend selection and I/O counters
+ *   sockmsg.c    passing descriptors over UNIX sockets
  */
 #ifndef ZC_INTERNAL_H
 #define ZC_INTERNAL_H
@@ -160,6 +166,25 @@ int zc_sock_send(int sock, const void *msg, size_t len, int fd, int flags);
 /* Descriptors a received message carried: the first goes to *fd if fd is
  * non-NULL and *fd < 0, every other one is closed. */
 void zc_sock_take_fds(struct msghdr *mh, int *fd);
+
+/* --------------------------------------------------------------- backend */
+
+/* The patched kernel's Container Shipping calls, in the order of its
+ * /sys/kernel/zc/syscalls directory. */
+enum {
+	ZC_KNR_ALLOC, ZC_KNR_FREE, ZC_KNR_MAP, ZC_KNR_UNMAP,
+	ZC_KNR_READ, ZC_KNR_WRITE, ZC_KNR
+};
+
+/* Call numbers read from /sys/kernel/zc/syscalls. */
+struct zc_kabi {
+	long nr[ZC_KNR];
+};
+
+/* The running kernel's Container Shipping ABI, or NULL: portable backend
+ * (no such kernel, an ABI version we do not speak, or ZC_BACKEND=portable).
+ * Probed once per process (backend.c). */
+const struct zc_kabi *zc_kabi(void);
 
 /* ------------------------------------------------------------ statistics */
 
