@@ -1,6 +1,6 @@
 /*
- * preload.c - libzc-preload.so's life cycle: configuration, the real-symbol
- * table, fork, exec and exit.
+ * preload.c - libzc-preload.so's life cycle: configuration, fork, exec and
+ * exit (the real-symbol table it fills is real.c's).
  *
  * Configuration comes from the environment, read once (docs/preload.md):
  *
@@ -43,8 +43,6 @@
 #include <unistd.h>
 
 #include "preload.h"
-
-struct zcp_real zcp_real;
 
 static const char *const conv_names[ZCP_NCONV] = {
 	[ZCP_PIPE] = "pipe",
@@ -104,42 +102,6 @@ static bool env_true(const char *name)
 	const char *v = getenv(name);
 
 	return v && *v && strcmp(v, "0") != 0;
-}
-
-static void *next(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
-
-static void resolve(void)
-{
-	struct zcp_real *r = &zcp_real;
-
-	r->read = next("read");
-	r->write = next("write");
-	r->writev = next("writev");
-	r->send = next("send");
-	r->sendto = next("sendto");
-	r->sendmsg = next("sendmsg");
-	r->pipe = next("pipe");
-	r->pipe2 = next("pipe2");
-	r->mmap = next("mmap");
-	r->munmap = next("munmap");
-	r->mprotect = next("mprotect");
-	r->mremap = next("mremap");
-	r->close = next("close");
-	r->close_range = next("close_range");
-	r->closefrom = next("closefrom");
-	r->dup2 = next("dup2");
-	r->dup3 = next("dup3");
-	r->execve = next("execve");
-	r->execv = next("execv");
-	r->execvp = next("execvp");
-	r->execvpe = next("execvpe");
-	r->fexecve = next("fexecve");
-	r->execveat = next("execveat");
-	r->_exit = next("_exit");
-	r->_Exit = next("_Exit");
 }
 
 static bool is_our_lib(const char *entry, size_t n)
@@ -290,7 +252,7 @@ void zcp_init_slow(void)
 		return;
 	if (s == S_NONE) {
 		if (atomic_compare_exchange_strong(&zcp_state, &s, S_RESOLVING)) {
-			resolve();
+			zcp_real_resolve();
 			atomic_store(&zcp_state, S_SYMBOLS);
 		}
 	}

@@ -33,6 +33,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -109,9 +111,10 @@ bool zcp_stats_any(void);
 void zcp_stats_emit(int table_fd, const char *json_path);
 
 /*
- * The real functions.  Filled by zcp_init() before any hook runs its
+ * real.c: the real functions, the only way any part of the preload reaches
+ * them.  Filled by zcp_init() (zcp_real_resolve()) before any hook runs its
  * conversion; the hooks call through these, never through the names
- * (which would recurse into ourselves).
+ * (which would recurse into ourselves).  NULL where the C library lacks one.
  */
 struct zcp_real {
 	ssize_t (*read)(int, void *, size_t);
@@ -140,8 +143,23 @@ struct zcp_real {
 	int (*execveat)(int, const char *, char *const[], char *const[], int);
 	void (*_exit)(int);
 	void (*_Exit)(int);
+	FILE *(*fopen)(const char *, const char *);
+	FILE *(*fopen64)(const char *, const char *);
+	FILE *(*fdopen)(int, const char *);
+	FILE *(*freopen)(const char *, const char *, FILE *);
+	FILE *(*freopen64)(const char *, const char *, FILE *);
+	int (*fclose)(FILE *);
+	int (*fcloseall)(void);
+	int (*fflush)(FILE *);
+	int (*fflush_unlocked)(FILE *);
+	int (*fseek)(FILE *, long, int);
+	int (*fseeko)(FILE *, off_t, int);
+	int (*fseeko64)(FILE *, off64_t, int);
+	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+	sighandler_t (*signal)(int, sighandler_t);
 };
 extern struct zcp_real zcp_real;
+void zcp_real_resolve(void);
 
 /* ------------------------------------------------------------------ */
 /* Hand-offs from hooks.c to the conversions.                          */
