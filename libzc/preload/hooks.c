@@ -200,7 +200,7 @@ ZCP_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
 		return -1;
 	}
 	if (!(flags & CLOSE_RANGE_CLOEXEC)) {
-		zcp_fd_range_closing(lo, hi);
+		zcp_fd_range_closing(lo, hi, zcp_map_fd_moved);
 		for (fd = lo; fd <= hi && fd < 65536; fd++)
 			forget(fd);
 	}
@@ -213,7 +213,7 @@ ZCP_EXPORT void closefrom(int lo)
 
 	zcp_init();
 	if (lo >= 0) {
-		zcp_fd_range_closing(lo, ~0u);
+		zcp_fd_range_closing(lo, ~0u, zcp_map_fd_moved);
 		for (fd = lo; fd < 65536; fd++)
 			forget(fd);
 	}
@@ -232,7 +232,7 @@ static bool dup_prepare(int old, int new)
 		return false;
 	}
 	if (old != new) {
-		zcp_fd_evict(new);
+		zcp_fd_evict(new, zcp_map_fd_moved);
 		forget(new);
 	}
 	return true;

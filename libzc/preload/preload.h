@@ -210,16 +210,20 @@ bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
 
 /*
  * fdstate.c: the preload's own descriptors (close-on-exec, high numbers).
- * zcp_map_fd_moved() tells mapwrite.c that one of them moved (new >= 0)
- * or is going away (new == -1); it returns once no transfer uses it.
+ * When the program takes one's number (dup2/dup3 onto it, close_range
+ * over it), moved(old, new) tells their owner, before the old number is
+ * closed, that it moved to new, or goes away (new == -1).
  */
+typedef void zcp_fd_moved_fn(int old, int new);
 int zcp_fd_hide(int fd);
 void zcp_fd_release(int fd);
 bool zcp_fd_is_ours(int fd);
-void zcp_fd_evict(int fd);                 /* dup2/dup3 onto ours */
+void zcp_fd_evict(int fd, zcp_fd_moved_fn *moved); /* dup2/dup3 onto ours */
 int zcp_fd_transient(int fd);              /* a transfer's own duplicate */
 void zcp_fd_transient_done(int fd);
-void zcp_fd_range_closing(unsigned lo, unsigned hi);
+void zcp_fd_range_closing(unsigned lo, unsigned hi, zcp_fd_moved_fn *moved);
+
+/* mapwrite.c: one of its descriptors moved (zcp_fd_moved_fn). */
 void zcp_map_fd_moved(int old, int new);
 
 /* fork: the child starts with fresh statistics and no borrowed state. */
