@@ -503,10 +503,21 @@ static void demote(FILE *fp)
 	funlockfile(fp);
 }
 
-static void atfork_prepare(void)
+/*
+ * fork (conv.c's table; the preload's handlers run ours).  The locks are
+ * taken only once the probe has found glibc as expected, as when these
+ * were registered only then; the flag (the forking thread's own) releases
+ * exactly what prepare took even if another thread's probe completed in
+ * between.
+ */
+static __thread bool fork_locked __attribute__((tls_model("initial-exec")));
+
+void zcp_stdio_fork_prepare(void)
 {
 	int i;
 
+	if (!usable)
+		return;
 	/*
 	 * Only streams that have not read yet: their first read would assume
 	 * offset 0 instead of the offset the child may leave behind.  Streams
@@ -536,10 +547,14 @@ static void atfork_prepare(void)
 		funlockfile(fp);
 	}
 	pthread_mutex_lock(&sig_lock);
+	fork_locked = true;
 }
 
-static void atfork_release(void)
+void zcp_stdio_fork_release(void)
 {
+	if (!fork_locked)
+		return;
+	fork_locked = false;
 	pthread_mutex_unlock(&sig_lock);
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -582,8 +597,7 @@ static void probe(void)
 	if (fgetc(f) == 'z' && VTABLE(f) != maybe_vt &&
 	    f->_IO_buf_end - f->_IO_buf_base == 1 && fgetc(f) == EOF) {
 		mmap_vt = VTABLE(f);
-		usable = zcp_atfork(atfork_prepare, atfork_release,
-				    atfork_release) == 0;
+		usable = true;
 	}
 	zcp_real.fclose(f);
 }
@@ -1064,8 +1078,8 @@ ZCP_EXPORT size_t fbufsize(FILE *fp)
 	return r ? n : __fbufsize(fp);
 }
 
-/* Streams still open at exit were converted too: count them. */
-__attribute__((destructor)) static void stdio_fini(void)
+/* Streams still open at exit were converted too: count them (conv.c). */
+void zcp_stdio_exit(void)
 {
 	int i;
 
