@@ -16,6 +16,10 @@
  *   - close_range()/closefrom() take them along: the owner is told first
  *     and forgets them (a daemon closing everything wants files released).
  *
+ * Owners learn of a move through the function the caller of zcp_fd_evict()
+ * and zcp_fd_range_closing() passes (hooks.c passes the conversions'
+ * registry): this file calls no conversion itself.
+ *
  * What still shows: they count against RLIMIT_NOFILE and appear in
  * /proc/self/fd, and fcntl(F_GETFD) on their number succeeds.
  *
@@ -160,7 +164,7 @@ static void wait_transients(unsigned lo, unsigned hi)
 }
 
 /* The program wants number fd, which is ours: move ours. */
-void zcp_fd_evict(int fd)
+void zcp_fd_evict(int fd, zcp_fd_moved_fn *moved)
 {
 	int h;
 
@@ -172,18 +176,18 @@ void zcp_fd_evict(int fd)
 	h = fcntl(fd, F_DUPFD_CLOEXEC, hide_base());
 	if (h >= 0 && h < NBITS) {
 		mark(h, true);
-		zcp_map_fd_moved(fd, h);
+		moved(fd, h);
 	} else {
 		if (h >= 0)
 			zcp_real.close(h);
-		zcp_map_fd_moved(fd, -1);
+		moved(fd, -1);
 	}
 	mark(fd, false);
 	zcp_real.close(fd);
 }
 
 /* close_range/closefrom over [lo, hi]: our descriptors there go too. */
-void zcp_fd_range_closing(unsigned lo, unsigned hi)
+void zcp_fd_range_closing(unsigned lo, unsigned hi, zcp_fd_moved_fn *moved)
 {
 	unsigned fd;
 
@@ -194,7 +198,7 @@ void zcp_fd_range_closing(unsigned lo, unsigned hi)
 		hi = NBITS - 1;
 	for (fd = lo; fd <= hi; fd++)
 		if (zcp_fd_is_ours(fd)) {
-			zcp_map_fd_moved(fd, -1);
+			moved(fd, -1);
 			mark(fd, false);
 		}
 }

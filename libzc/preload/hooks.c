@@ -10,8 +10,10 @@
  *                  file mapping); pipes looks at the result
  *   read           pipes looks at the result, forward remembers the buffer
  *   pipe, pipe2, close, close_range, closefrom, dup2, dup3
- *                  descriptor numbers change meaning: caches forget, the
- *                  preload's own descriptors stay out of the program's way
+ *                  descriptor numbers change meaning: caches forget (the
+ *                  conversions' fd_forget hooks, conv.c), the preload's
+ *                  own descriptors stay out of the program's way (fdstate.c,
+ *                  whose moves go to the fd_moved hooks)
  *   mmap, munmap, mprotect, mremap
  *                  mapwrite's table of file mappings
  *
@@ -33,13 +35,6 @@
 #include <unistd.h>
 
 #include "preload.h"
-
-/* fd names something new from now on: per-descriptor caches forget it. */
-static void forget(int fd)
-{
-	zcp_pipe_forget(fd);
-	zcp_forward_forget(fd);
-}
 
 static size_t iov_total(const struct iovec *iov, int n)
 {
@@ -155,8 +150,8 @@ ZCP_EXPORT int pipe(int fds[2])
 	zcp_init();
 	r = zcp_real.pipe(fds);
 	if (r == 0) {
-		forget(fds[0]);
-		forget(fds[1]);
+		zcp_conv_fd_forget(fds[0]);
+		zcp_conv_fd_forget(fds[1]);
 	}
 	return r;
 }
@@ -168,8 +163,8 @@ ZCP_EXPORT int pipe2(int fds[2], int flags)
 	zcp_init();
 	r = zcp_real.pipe2(fds, flags);
 	if (r == 0) {
-		forget(fds[0]);
-		forget(fds[1]);
+		zcp_conv_fd_forget(fds[0]);
+		zcp_conv_fd_forget(fds[1]);
 	}
 	return r;
 }
@@ -186,7 +181,7 @@ ZCP_EXPORT int close(int fd)
 		errno = EBADF;
 		return -1;
 	}
-	forget(fd);
+	zcp_conv_fd_forget(fd);
 	return zcp_real.close(fd);
 }
 
@@ -200,9 +195,9 @@ ZCP_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
 		return -1;
 	}
 	if (!(flags & CLOSE_RANGE_CLOEXEC)) {
-		zcp_fd_range_closing(lo, hi);
+		zcp_fd_range_closing(lo, hi, zcp_conv_fd_moved);
 		for (fd = lo; fd <= hi && fd < 65536; fd++)
-			forget(fd);
+			zcp_conv_fd_forget(fd);
 	}
 	return zcp_real.close_range(lo, hi, flags);
 }
@@ -213,9 +208,9 @@ ZCP_EXPORT void closefrom(int lo)
 
 	zcp_init();
 	if (lo >= 0) {
-		zcp_fd_range_closing(lo, ~0u);
+		zcp_fd_range_closing(lo, ~0u, zcp_conv_fd_moved);
 		for (fd = lo; fd < 65536; fd++)
-			forget(fd);
+			zcp_conv_fd_forget(fd);
 	}
 	zcp_real.closefrom(lo);
 }
@@ -232,8 +227,8 @@ static bool dup_prepare(int old, int new)
 		return false;
 	}
 	if (old != new) {
-		zcp_fd_evict(new);
-		forget(new);
+		zcp_fd_evict(new, zcp_conv_fd_moved);
+		zcp_conv_fd_forget(new);
 	}
 	return true;
 }

@@ -234,17 +234,17 @@ void zcp_map_fd_moved(int old, int new)
  * mmap would wait for ever) nor a table half-updated.  Only lookups and
  * updates hold it, never a transfer, so fork waits microseconds at most.
  */
-void zcp_map_atfork_prepare(void)
+void zcp_map_fork_prepare(void)
 {
 	pthread_rwlock_wrlock(&lock);
 }
 
-void zcp_map_atfork_parent(void)
+void zcp_map_fork_parent(void)
 {
 	pthread_rwlock_unlock(&lock);
 }
 
-void zcp_map_atfork_child(void)
+void zcp_map_fork_child(void)
 {
 	/* Both name the parent's memory: reopen on first use. */
 	int fd;

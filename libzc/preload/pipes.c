@@ -240,7 +240,7 @@ void zcp_pipe_forget(int fd)
 		atomic_store_explicit(&zcp_pipe_state[fd], 0, memory_order_relaxed);
 }
 
-void zcp_pipe_atfork_child(void)
+void zcp_pipe_fork_child(void)
 {
 	/* Descriptors are inherited with what we know of them; the budget
 	 * is per process. */

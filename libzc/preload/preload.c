@@ -1,13 +1,15 @@
 /*
- * preload.c - libzc-preload.so's life cycle: configuration, the real-symbol
- * table, fork, exec and exit.
+ * preload.c - libzc-preload.so's life cycle: configuration, fork, exec and
+ * exit.  It fills real.c's real-symbol table and reaches the conversions
+ * only through conv.c's table.
  *
  * Configuration comes from the environment, read once (docs/preload.md):
  *
  *   ZC_DISABLE=a,b    conversions switched off (names: pipe, mapwrite,
- *                     forward, stdio; "all")
+ *                     forward, stdio - conv.c; "all")
  *   ZC_ENABLE=a,b     opt in to a conversion's cases that are not proven
- *                     identical to the plain call (mapwrite)
+ *                     identical to the plain call (mapwrite); a conversion
+ *                     off by default is on only when named here
  *   ZC_STATS=1        per-conversion table on stderr when the process ends
  *   ZC_STATS_FILE=F   one JSON object per process appended to F
  *   ZC_NOFOLLOW=1     programs this one executes run without the preload
@@ -44,15 +46,6 @@
 
 #include "preload.h"
 
-struct zcp_real zcp_real;
-
-static const char *const conv_names[ZCP_NCONV] = {
-	[ZCP_PIPE] = "pipe",
-	[ZCP_MAPWRITE] = "mapwrite",
-	[ZCP_FORWARD] = "forward",
-	[ZCP_STDIO] = "stdio",
-};
-
 /* enum init_state; zcp_init() in preload.h reads it on every hook call. */
 atomic_int zcp_state;
 
@@ -77,11 +70,6 @@ static struct {
 	atomic_int reported;	/* this image already reported (exit paths) */
 } cfg;
 
-const char *zcp_conv_name(enum zcp_conv c)
-{
-	return c < ZCP_NCONV ? conv_names[c] : "?";
-}
-
 /* Mark the conversions named in a comma list ("all" for every one). */
 static void parse_list(const char *s, bool out[ZCP_NCONV])
 {
@@ -90,8 +78,8 @@ static void parse_list(const char *s, bool out[ZCP_NCONV])
 		int c;
 
 		for (c = 0; c < ZCP_NCONV; c++)
-			if ((n == strlen(conv_names[c]) &&
-			     !strncmp(s, conv_names[c], n)) ||
+			if ((n == strlen(zcp_conv_name(c)) &&
+			     !strncmp(s, zcp_conv_name(c), n)) ||
 			    (n == 3 && !strncmp(s, "all", 3)))
 				out[c] = true;
 		s += n;
@@ -104,42 +92,6 @@ static bool env_true(const char *name)
 	const char *v = getenv(name);
 
 	return v && *v && strcmp(v, "0") != 0;
-}
-
-static void *next(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
-
-static void resolve(void)
-{
-	struct zcp_real *r = &zcp_real;
-
-	r->read = next("read");
-	r->write = next("write");
-	r->writev = next("writev");
-	r->send = next("send");
-	r->sendto = next("sendto");
-	r->sendmsg = next("sendmsg");
-	r->pipe = next("pipe");
-	r->pipe2 = next("pipe2");
-	r->mmap = next("mmap");
-	r->munmap = next("munmap");
-	r->mprotect = next("mprotect");
-	r->mremap = next("mremap");
-	r->close = next("close");
-	r->close_range = next("close_range");
-	r->closefrom = next("closefrom");
-	r->dup2 = next("dup2");
-	r->dup3 = next("dup3");
-	r->execve = next("execve");
-	r->execv = next("execv");
-	r->execvp = next("execvp");
-	r->execvpe = next("execvpe");
-	r->fexecve = next("fexecve");
-	r->execveat = next("execveat");
-	r->_exit = next("_exit");
-	r->_Exit = next("_Exit");
 }
 
 static bool is_our_lib(const char *entry, size_t n)
@@ -234,8 +186,9 @@ bool zcp_glibc(void)
 	return gnu_get_libc_version != NULL;
 }
 
-int zcp_atfork(void (*prepare)(void), void (*parent)(void),
-	       void (*child)(void))
+/* pthread_atfork() that links against glibc and musl alike. */
+static int zcp_atfork(void (*prepare)(void), void (*parent)(void),
+		      void (*child)(void))
 {
 	int (*atfork)(void (*)(void), void (*)(void), void (*)(void));
 
@@ -246,23 +199,13 @@ int zcp_atfork(void (*prepare)(void), void (*parent)(void),
 	return atfork ? atfork(prepare, parent, child) : -1;
 }
 
-static void atfork_prepare(void)
-{
-	zcp_map_atfork_prepare();
-}
-
-static void atfork_parent(void)
-{
-	zcp_map_atfork_parent();
-}
-
+/* fork: the conversions' hooks (conv.c), after our own child work. */
 static void atfork_child(void)
 {
 	cfg.pid = getpid();
 	atomic_store(&cfg.reported, 0);
 	zcp_stats_reset();
-	zcp_pipe_atfork_child();
-	zcp_map_atfork_child();
+	zcp_conv_fork_child();
 }
 
 /*
@@ -290,7 +233,7 @@ void zcp_init_slow(void)
 		return;
 	if (s == S_NONE) {
 		if (atomic_compare_exchange_strong(&zcp_state, &s, S_RESOLVING)) {
-			resolve();
+			zcp_real_resolve();
 			atomic_store(&zcp_state, S_SYMBOLS);
 		}
 	}
@@ -301,9 +244,11 @@ void zcp_init_slow(void)
 		load_config();
 		if (cfg.nofollow)
 			unfollow_environ();
-		zcp_atfork(atfork_prepare, atfork_parent, atfork_child);
+		zcp_atfork(zcp_conv_fork_prepare, zcp_conv_fork_parent,
+			   atfork_child);
 		for (int c = 0; c < ZCP_NCONV; c++)
-			zcp_on[c] = !cfg.disabled[c];
+			zcp_on[c] = !cfg.disabled[c] &&
+				    (zcp_conv_on_by_default(c) || cfg.optin[c]);
 		atomic_store_explicit(&zcp_state, S_READY, memory_order_release);
 	}
 	wait_past(S_CONFIGURING);
@@ -367,9 +312,10 @@ out:
 	errno = saved;
 }
 
-/* Last of our destructors (stdio.c's counts its open streams first). */
+/* exit(): the conversions count what is still open, then the report. */
 __attribute__((destructor(101))) static void preload_dtor(void)
 {
+	zcp_conv_exit();
 	report(false);
 }
 

@@ -5,14 +5,20 @@
  * them into zero-copy paths (docs/preload.md).  Each conversion lives in its
  * own file and talks to the rest only through this header:
  *
- *   preload.c   constructor, configuration (environment), the real-symbol
- *               table, fork/exec/exit life cycle (statistics, ZC_NOFOLLOW)
+ *   preload.c   constructor, configuration (environment), fork/exec/exit
+ *               life cycle (statistics, ZC_NOFOLLOW)
+ *   real.c      the real-symbol table (zcp_real), the one way to the real
+ *               functions
+ *   conv.c      the table of conversions: name, default, life-cycle hooks
+ *               (fork, descriptors changing meaning, exit); the life cycle
+ *               reaches the conversions only through it
  *   stats.c     counters and their exit-time report (table, JSON line)
  *   hooks.c     the interposed I/O entry points (read, write, writev, send,
  *               sendmsg, pipe, mmap, close, dup2, ...): each one calls the
  *               real function or hands the call to a conversion
  *   fdstate.c   the preload's own descriptors, kept out of the program's
- *               way (close, dup2, close_range on their numbers)
+ *               way (close, dup2, close_range on their numbers); tells the
+ *               function its caller passes when one moves
  *   pipes.c     ZCP_PIPE:     grow pipe capacity adaptively (F_SETPIPE_SZ)
  *   mapwrite.c  ZCP_MAPWRITE: writes whose source is a read-only file mapping
  *                             become sendfile/splice from that file
@@ -26,6 +32,13 @@
  * Rule for every conversion: on any doubt, call the real function and
  * record why (zcp_passed).  Return values, errno and side effects must be
  * exactly those of the real call.
+ *
+ * Who calls whom: hooks.c and the exported functions of preload.c and
+ * stdio.c are the entry points.  The conversions call the services
+ * (preload.c's configuration, real.c, stats.c, fdstate.c, xfer.c), never
+ * each other; no two files call each other.  hooks.c hands each call to
+ * the conversions directly (below, "Hand-offs"); life-cycle events reach
+ * them only through conv.c's table.
  */
 #ifndef ZC_PRELOAD_H
 #define ZC_PRELOAD_H
@@ -33,12 +46,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
 #define ZCP_EXPORT __attribute__((visibility("default")))
 
+/* The conversions, in conv.c's table order; one entry each there. */
 enum zcp_conv {
 	ZCP_PIPE,
 	ZCP_MAPWRITE,
@@ -47,8 +63,21 @@ enum zcp_conv {
 	ZCP_NCONV
 };
 
-/* Name used in ZC_DISABLE=LIST, zcrun --disable=LIST and the statistics. */
+/*
+ * conv.c: the name used in ZC_DISABLE=LIST, zcrun --disable=LIST and the
+ * statistics; whether the conversion is on by default (then on unless
+ * ZC_DISABLE names it, else only when ZC_ENABLE does).
+ */
 const char *zcp_conv_name(enum zcp_conv c);
+bool zcp_conv_on_by_default(enum zcp_conv c);
+
+/* conv.c: the life cycle, passed on to every conversion that has a hook. */
+void zcp_conv_fork_prepare(void);
+void zcp_conv_fork_parent(void);
+void zcp_conv_fork_child(void);
+void zcp_conv_fd_forget(int fd);          /* fd names something new now */
+void zcp_conv_fd_moved(int old, int new); /* zcp_fd_moved_fn, below */
+void zcp_conv_exit(void);
 
 /*
  * Load-time set-up: configuration and the real-symbol table.  Idempotent
@@ -67,8 +96,9 @@ static inline void zcp_init(void)
 }
 
 /*
- * Is conversion c switched on (not in ZC_DISABLE)?  False until the
- * configuration is read.  Inline: it is asked on every hooked call.
+ * Is conversion c switched on (on by default or named in ZC_ENABLE, and
+ * not in ZC_DISABLE)?  False until the configuration is read.  Inline: it
+ * is asked on every hooked call.
  */
 extern bool zcp_on[ZCP_NCONV];
 
@@ -90,10 +120,6 @@ bool zcp_optin(enum zcp_conv c);
  */
 bool zcp_glibc(void);
 
-/* pthread_atfork() that links against glibc and musl alike. */
-int zcp_atfork(void (*prepare)(void), void (*parent)(void),
-	       void (*child)(void));
-
 /* Are we a vfork() child (sharing the parent's memory)?  Then touch nothing. */
 bool zcp_in_vfork_child(void);
 
@@ -109,9 +135,10 @@ bool zcp_stats_any(void);
 void zcp_stats_emit(int table_fd, const char *json_path);
 
 /*
- * The real functions.  Filled by zcp_init() before any hook runs its
+ * real.c: the real functions, the only way any part of the preload reaches
+ * them.  Filled by zcp_init() (zcp_real_resolve()) before any hook runs its
  * conversion; the hooks call through these, never through the names
- * (which would recurse into ourselves).
+ * (which would recurse into ourselves).  NULL where the C library lacks one.
  */
 struct zcp_real {
 	ssize_t (*read)(int, void *, size_t);
@@ -140,8 +167,23 @@ struct zcp_real {
 	int (*execveat)(int, const char *, char *const[], char *const[], int);
 	void (*_exit)(int);
 	void (*_Exit)(int);
+	FILE *(*fopen)(const char *, const char *);
+	FILE *(*fopen64)(const char *, const char *);
+	FILE *(*fdopen)(int, const char *);
+	FILE *(*freopen)(const char *, const char *, FILE *);
+	FILE *(*freopen64)(const char *, const char *, FILE *);
+	int (*fclose)(FILE *);
+	int (*fcloseall)(void);
+	int (*fflush)(FILE *);
+	int (*fflush_unlocked)(FILE *);
+	int (*fseek)(FILE *, long, int);
+	int (*fseeko)(FILE *, off_t, int);
+	int (*fseeko64)(FILE *, off64_t, int);
+	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+	sighandler_t (*signal)(int, sighandler_t);
 };
 extern struct zcp_real zcp_real;
+void zcp_real_resolve(void);
 
 /* ------------------------------------------------------------------ */
 /* Hand-offs from hooks.c to the conversions.                          */
@@ -164,7 +206,6 @@ static inline bool zcp_pipe_worth(int fd)
 }
 
 void zcp_pipe_after_io(int fd, size_t asked, ssize_t got, bool is_write);
-void zcp_pipe_forget(int fd);
 
 /*
  * forward.c: an observer (see there for why nothing is converted).  As
@@ -174,7 +215,6 @@ void zcp_pipe_forget(int fd);
 #define ZCP_FORWARD_MIN_IO 65536
 void zcp_forward_read(int fd, const void *buf, ssize_t got);
 void zcp_forward_write(const struct iovec *iov, int iovcnt);
-void zcp_forward_forget(int fd);
 
 /* mapwrite.c: the mapping table, and the write conversion itself. */
 void zcp_map_added(void *addr, size_t len, int prot, int flags, int fd,
@@ -192,22 +232,31 @@ bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
 
 /*
  * fdstate.c: the preload's own descriptors (close-on-exec, high numbers).
- * zcp_map_fd_moved() tells mapwrite.c that one of them moved (new >= 0)
- * or is going away (new == -1); it returns once no transfer uses it.
+ * When the program takes one's number (dup2/dup3 onto it, close_range
+ * over it), moved(old, new) tells their owner, before the old number is
+ * closed, that it moved to new, or goes away (new == -1).
  */
+typedef void zcp_fd_moved_fn(int old, int new);
 int zcp_fd_hide(int fd);
 void zcp_fd_release(int fd);
 bool zcp_fd_is_ours(int fd);
-void zcp_fd_evict(int fd);                 /* dup2/dup3 onto ours */
+void zcp_fd_evict(int fd, zcp_fd_moved_fn *moved); /* dup2/dup3 onto ours */
 int zcp_fd_transient(int fd);              /* a transfer's own duplicate */
 void zcp_fd_transient_done(int fd);
-void zcp_fd_range_closing(unsigned lo, unsigned hi);
-void zcp_map_fd_moved(int old, int new);
+void zcp_fd_range_closing(unsigned lo, unsigned hi, zcp_fd_moved_fn *moved);
 
-/* fork: the child starts with fresh statistics and no borrowed state. */
-void zcp_pipe_atfork_child(void);
-void zcp_map_atfork_prepare(void);
-void zcp_map_atfork_parent(void);
-void zcp_map_atfork_child(void);
+/* ------------------------------------------------------------------ */
+/* The conversions' life-cycle hooks: named only in conv.c's table.    */
+
+void zcp_pipe_fork_child(void);           /* the pipe budget is per process */
+void zcp_pipe_forget(int fd);
+void zcp_map_fork_prepare(void);          /* the table lock across fork */
+void zcp_map_fork_parent(void);
+void zcp_map_fork_child(void);
+void zcp_map_fd_moved(int old, int new);  /* one of its descriptors moved */
+void zcp_forward_forget(int fd);
+void zcp_stdio_fork_prepare(void);        /* unread streams leave mmap mode */
+void zcp_stdio_fork_release(void);        /* parent and child */
+void zcp_stdio_exit(void);                /* count the streams still open */
 
 #endif

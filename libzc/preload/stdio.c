@@ -44,7 +44,6 @@
  * fread/getline/getc (misses the getc macros, and is not a mapping).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -61,35 +60,14 @@
 
 #include "preload.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 /* glibc keeps the jump table pointer right after the FILE (_IO_FILE_plus). */
 #define VTABLE(fp) (*(void *const *)((const char *)(fp) + sizeof(FILE)))
 #define IO_POS_BAD ((off64_t)-1)
-
-static FILE *(*real_fopen)(const char *, const char *);
-static FILE *(*real_fopen64)(const char *, const char *);
-static FILE *(*real_fdopen)(int, const char *);
-static FILE *(*real_freopen)(const char *, const char *, FILE *);
-static FILE *(*real_freopen64)(const char *, const char *, FILE *);
-static int (*real_fclose)(FILE *);
-static int (*real_fcloseall)(void);
-static int (*real_fflush)(FILE *);
-static int (*real_fflush_unlocked)(FILE *);
-static int (*real_fseek)(FILE *, long, int);
-static int (*real_fseeko)(FILE *, off_t, int);
-static int (*real_fseeko64)(FILE *, off64_t, int);
-static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
 /* glibc's jump tables, learnt from a probe stream (see probe()). */
 static const void *maybe_vt, *mmap_vt;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static bool usable; /* the probe behaved exactly as expected */
-
-static void *next_sym(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
 
 /*
  * Registry of converted streams, an open-addressed hash of FILE pointers.
@@ -365,7 +343,7 @@ static void bus_handler(int sig, siginfo_t *si, void *uc)
 		 */
 		struct sigaction dfl = { .sa_handler = SIG_DFL };
 
-		real_sigaction(SIGBUS, &dfl, NULL);
+		zcp_real.sigaction(SIGBUS, &dfl, NULL);
 		if (si->si_code <= 0)
 			raise(SIGBUS);
 		return;
@@ -393,7 +371,7 @@ static void bus_install(void)
 	if (!bus_installed) {
 		sigemptyset(&sa.sa_mask);
 		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-		if (real_sigaction(SIGBUS, &sa, &prog_bus) == 0)
+		if (zcp_real.sigaction(SIGBUS, &sa, &prog_bus) == 0)
 			bus_installed = true;
 	}
 	pthread_mutex_unlock(&sig_lock);
@@ -405,18 +383,17 @@ static void bus_install(void)
  * (Weak so that a signal-chaining sigaction() elsewhere in the preload can
  * take over and call zcp_stdio_sigaction() for SIGBUS.)
  */
-EXPORT int zcp_stdio_sigaction(int sig, const struct sigaction *act,
-			       struct sigaction *old)
+ZCP_EXPORT int zcp_stdio_sigaction(int sig, const struct sigaction *act,
+				   struct sigaction *old)
 {
 	int r = 0;
 
-	if (!real_sigaction)
-		real_sigaction = next_sym("sigaction");
+	zcp_init();
 	if (sig != SIGBUS)
-		return real_sigaction(sig, act, old);
+		return zcp_real.sigaction(sig, act, old);
 	pthread_mutex_lock(&sig_lock);
 	if (!bus_installed) {
-		r = real_sigaction(sig, act, old);
+		r = zcp_real.sigaction(sig, act, old);
 	} else {
 		if (old)
 			*old = prog_bus;
@@ -432,7 +409,7 @@ EXPORT int zcp_stdio_sigaction(int sig, const struct sigaction *act,
 				};
 
 				sigemptyset(&sa.sa_mask);
-				real_sigaction(SIGBUS, &sa, NULL);
+				zcp_real.sigaction(SIGBUS, &sa, NULL);
 			}
 		}
 	}
@@ -440,18 +417,19 @@ EXPORT int zcp_stdio_sigaction(int sig, const struct sigaction *act,
 	return r;
 }
 
-EXPORT __attribute__((weak)) int sigaction(int sig, const struct sigaction *act,
-					   struct sigaction *old)
+ZCP_EXPORT __attribute__((weak)) int sigaction(int sig,
+					       const struct sigaction *act,
+					       struct sigaction *old)
 {
 	return zcp_stdio_sigaction(sig, act, old);
 }
 
 /* glibc's signal() calls sigaction internally, so it needs its own hook. */
-EXPORT __attribute__((weak)) sighandler_t signal(int sig, sighandler_t h)
+ZCP_EXPORT __attribute__((weak)) sighandler_t signal(int sig, sighandler_t h)
 {
-	static sighandler_t (*real_signal)(int, sighandler_t);
 	struct sigaction sa = { .sa_handler = h }, old;
 
+	zcp_init();
 	if (sig == SIGBUS && h != SIG_ERR) {
 		sigemptyset(&sa.sa_mask);
 		sigaddset(&sa.sa_mask, sig);
@@ -460,9 +438,7 @@ EXPORT __attribute__((weak)) sighandler_t signal(int sig, sighandler_t h)
 			return SIG_ERR;
 		return old.sa_handler;
 	}
-	if (!real_signal)
-		real_signal = next_sym("signal");
-	return real_signal(sig, h);
+	return zcp_real.signal(sig, h);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -527,10 +503,21 @@ static void demote(FILE *fp)
 	funlockfile(fp);
 }
 
-static void atfork_prepare(void)
+/*
+ * fork (conv.c's table; the preload's handlers run ours).  The locks are
+ * taken only once the probe has found glibc as expected, as when these
+ * were registered only then; the flag (the forking thread's own) releases
+ * exactly what prepare took even if another thread's probe completed in
+ * between.
+ */
+static __thread bool fork_locked __attribute__((tls_model("initial-exec")));
+
+void zcp_stdio_fork_prepare(void)
 {
 	int i;
 
+	if (!usable)
+		return;
 	/*
 	 * Only streams that have not read yet: their first read would assume
 	 * offset 0 instead of the offset the child may leave behind.  Streams
@@ -560,10 +547,14 @@ static void atfork_prepare(void)
 		funlockfile(fp);
 	}
 	pthread_mutex_lock(&sig_lock);
+	fork_locked = true;
 }
 
-static void atfork_release(void)
+void zcp_stdio_fork_release(void)
 {
+	if (!fork_locked)
+		return;
+	fork_locked = false;
 	pthread_mutex_unlock(&sig_lock);
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -582,22 +573,9 @@ static void probe(void)
 	int fd;
 
 	page_size = sysconf(_SC_PAGESIZE);
-	real_fopen = next_sym("fopen");
-	real_fopen64 = next_sym("fopen64");
-	real_fdopen = next_sym("fdopen");
-	real_freopen = next_sym("freopen");
-	real_freopen64 = next_sym("freopen64");
-	real_fclose = next_sym("fclose");
-	real_fcloseall = next_sym("fcloseall");
-	real_fflush = next_sym("fflush");
-	real_fflush_unlocked = next_sym("fflush_unlocked");
-	real_fseek = next_sym("fseek");
-	real_fseeko = next_sym("fseeko");
-	real_fseeko64 = next_sym("fseeko64");
-	if (!real_sigaction)
-		real_sigaction = next_sym("sigaction");
-	if (!real_fopen || !real_fdopen || !real_freopen || !real_fclose ||
-	    !real_fflush || !real_fseeko64 || !real_sigaction)
+	if (!zcp_real.fopen || !zcp_real.fdopen || !zcp_real.freopen ||
+	    !zcp_real.fclose || !zcp_real.fflush || !zcp_real.fseeko64 ||
+	    !zcp_real.sigaction)
 		return;
 	/* Everything below is glibc's FILE; musl's is another animal. */
 	if (!zcp_glibc() || !_IO_setb)
@@ -610,7 +588,7 @@ static void probe(void)
 		close(fd);
 		return;
 	}
-	f = real_fdopen(fd, "rm");
+	f = zcp_real.fdopen(fd, "rm");
 	if (!f) {
 		close(fd);
 		return;
@@ -619,14 +597,15 @@ static void probe(void)
 	if (fgetc(f) == 'z' && VTABLE(f) != maybe_vt &&
 	    f->_IO_buf_end - f->_IO_buf_base == 1 && fgetc(f) == EOF) {
 		mmap_vt = VTABLE(f);
-		usable = zcp_atfork(atfork_prepare, atfork_release,
-				    atfork_release) == 0;
+		usable = true;
 	}
-	real_fclose(f);
+	zcp_real.fclose(f);
 }
 
+/* Every entry point's first step: the preload's set-up, then ours. */
 static void init(void)
 {
+	zcp_init();
 	pthread_once(&init_once, probe);
 }
 
@@ -670,7 +649,6 @@ static const char *want(const char *mode, char out[8])
 {
 	const char *why, *m;
 
-	zcp_init();
 	if (!zcp_enabled(ZCP_STDIO))
 		return NULL;
 	zcp_seen(ZCP_STDIO);
@@ -755,29 +733,26 @@ static FILE *open_common(FILE *(*real)(const char *, const char *),
 	char m[8];
 	const char *mm;
 
-	if (!real) {
-		init();
-		real = real_fopen;
-	}
 	mm = want(mode, m);
 	if (!mm)
 		return real(path, mode);
 	return adopt(real(path, mm));
 }
 
-EXPORT FILE *fopen(const char *path, const char *mode)
+ZCP_EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	init();
-	return open_common(real_fopen, path, mode);
+	return open_common(zcp_real.fopen, path, mode);
 }
 
-EXPORT FILE *fopen64(const char *path, const char *mode)
+ZCP_EXPORT FILE *fopen64(const char *path, const char *mode)
 {
 	init();
-	return open_common(real_fopen64 ? real_fopen64 : real_fopen, path, mode);
+	return open_common(zcp_real.fopen64 ? zcp_real.fopen64 : zcp_real.fopen,
+			   path, mode);
 }
 
-EXPORT FILE *fdopen(int fd, const char *mode)
+ZCP_EXPORT FILE *fdopen(int fd, const char *mode)
 {
 	char m[8];
 	const char *mm;
@@ -787,8 +762,8 @@ EXPORT FILE *fdopen(int fd, const char *mode)
 	init();
 	mm = want(mode, m);
 	if (!mm)
-		return real_fdopen(fd, mode);
-	fp = real_fdopen(fd, mm);
+		return zcp_real.fdopen(fd, mode);
+	fp = zcp_real.fdopen(fd, mm);
 	if (!fp)
 		return NULL;
 	/*
@@ -816,28 +791,29 @@ static FILE *reopen_common(FILE *(*real)(const char *, const char *, FILE *),
 	return mm ? adopt(r) : r;
 }
 
-EXPORT FILE *freopen(const char *path, const char *mode, FILE *fp)
+ZCP_EXPORT FILE *freopen(const char *path, const char *mode, FILE *fp)
 {
 	init();
-	return reopen_common(real_freopen, path, mode, fp);
+	return reopen_common(zcp_real.freopen, path, mode, fp);
 }
 
-EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
+ZCP_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
 {
 	init();
-	return reopen_common(real_freopen64 ? real_freopen64 : real_freopen,
+	return reopen_common(zcp_real.freopen64 ? zcp_real.freopen64
+						: zcp_real.freopen,
 			     path, mode, fp);
 }
 
-EXPORT int fclose(FILE *fp)
+ZCP_EXPORT int fclose(FILE *fp)
 {
 	init();
 	if (usable)
 		reg_forget(fp);
-	return real_fclose(fp);
+	return zcp_real.fclose(fp);
 }
 
-EXPORT int fcloseall(void)
+ZCP_EXPORT int fcloseall(void)
 {
 	int i;
 
@@ -856,26 +832,26 @@ EXPORT int fcloseall(void)
 				reg_forget(fp);
 		}
 	}
-	return real_fcloseall();
+	return zcp_real.fcloseall();
 }
 
-EXPORT int fflush(FILE *fp)
+ZCP_EXPORT int fflush(FILE *fp)
 {
 	int r;
 
 	init();
-	r = real_fflush(fp);
+	r = zcp_real.fflush(fp);
 	if (fp && r == 0)
 		demote(fp);
 	return r;
 }
 
-EXPORT int fflush_unlocked(FILE *fp)
+ZCP_EXPORT int fflush_unlocked(FILE *fp)
 {
 	int r;
 
 	init();
-	r = real_fflush_unlocked(fp);
+	r = zcp_real.fflush_unlocked(fp);
 	if (fp && r == 0)
 		demote(fp);
 	return r;
@@ -898,24 +874,24 @@ static bool end_to_set(FILE *fp, off64_t *off, int *whence)
 	return true;
 }
 
-EXPORT int fseeko64(FILE *fp, off64_t off, int whence)
+ZCP_EXPORT int fseeko64(FILE *fp, off64_t off, int whence)
 {
 	init();
 	end_to_set(fp, &off, &whence);
-	return real_fseeko64(fp, off, whence);
+	return zcp_real.fseeko64(fp, off, whence);
 }
 
-EXPORT int fseeko(FILE *fp, off_t off, int whence)
+ZCP_EXPORT int fseeko(FILE *fp, off_t off, int whence)
 {
 	off64_t o = off;
 
 	init();
 	if (end_to_set(fp, &o, &whence))
-		return real_fseeko64(fp, o, whence);
-	return real_fseeko(fp, off, whence);
+		return zcp_real.fseeko64(fp, o, whence);
+	return zcp_real.fseeko(fp, off, whence);
 }
 
-EXPORT int fseek(FILE *fp, long off, int whence)
+ZCP_EXPORT int fseek(FILE *fp, long off, int whence)
 {
 	off64_t o = off;
 
@@ -926,9 +902,9 @@ EXPORT int fseek(FILE *fp, long off, int whence)
 			errno = EOVERFLOW;
 			return -1;
 		}
-		return real_fseek(fp, (long)o, whence);
+		return zcp_real.fseek(fp, (long)o, whence);
 	}
-	return real_fseek(fp, off, whence);
+	return zcp_real.fseek(fp, off, whence);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -964,7 +940,7 @@ static struct region *region_last(FILE *fp) /* caller holds reg_lock */
  * a pointer the program holds.  Ours moves only when fmap() is called
  * again with a larger need; earlier pointers stay valid until fclose.
  */
-EXPORT void *fmap(FILE *fp, size_t size)
+ZCP_EXPORT void *fmap(FILE *fp, size_t size)
 {
 	static char empty[1];
 	struct region *r, *slotp = NULL;
@@ -1087,7 +1063,7 @@ fail_rw:
  * region once fmap() has been called, else of its stdio buffer (for a
  * mapped read stream that is the mapped file).
  */
-EXPORT size_t fbufsize(FILE *fp)
+ZCP_EXPORT size_t fbufsize(FILE *fp)
 {
 	struct region *r;
 	size_t n;
@@ -1102,8 +1078,8 @@ EXPORT size_t fbufsize(FILE *fp)
 	return r ? n : __fbufsize(fp);
 }
 
-/* Streams still open at exit were converted too: count them. */
-__attribute__((destructor)) static void stdio_fini(void)
+/* Streams still open at exit were converted too: count them (conv.c). */
+void zcp_stdio_exit(void)
 {
 	int i;
 
