@@ -83,10 +83,6 @@
 #include "channel.h"
 #include "ring.h"
 
-#ifndef MFD_ALLOW_SEALING
-#define MFD_ALLOW_SEALING 0x0002U
-#endif
-
 #define SPIN_NS 50000			/* busy-wait before sleeping */
 #define SPIN_PURE_NS 10000		/* ... the first part without yielding */
 #define HELLO_TIMEOUT_MS 10000		/* the peer must open within this */

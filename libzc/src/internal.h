@@ -22,9 +22,15 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 
 #include "zc.h"
+
+/* memfd_create's flag, for C libraries older than their memfd_create. */
+#ifndef MFD_ALLOW_SEALING
+#define MFD_ALLOW_SEALING 0x0002U
+#endif
 
 #define ZC_PAGE_SIZE 4096u
 #define ZC_PAGE_ROUND(x) (((x) + ZC_PAGE_SIZE - 1) & ~(size_t)(ZC_PAGE_SIZE - 1))
@@ -32,6 +38,11 @@
 #define ZC_UNUSED __attribute__((unused))
 #define ZC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ZC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+static inline size_t zc_min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
 
 /* ------------------------------------------------------------------ pools */
 

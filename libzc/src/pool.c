@@ -31,10 +31,6 @@
 
 #include "internal.h"
 
-#ifndef MFD_ALLOW_SEALING
-#define MFD_ALLOW_SEALING 0x0002U
-#endif
-
 #define ZC_POOL_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 /* Bumped in every forked child (see zc_pool_usable). */
