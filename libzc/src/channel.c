@@ -191,8 +191,7 @@ struct zc_channel {
 
 /* --------------------------------------------------------------- globals */
 
-static atomic_uint fork_gen;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -203,20 +202,19 @@ static uint64_t window = DEFAULT_WINDOW;
 
 static void on_fork_child(void)
 {
-	atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed);
 	/* Another thread may have held these at fork time. */
 	pthread_mutex_init(&all_lock, NULL);
 	pthread_mutex_init(&reap_lock, NULL);
 	pthread_mutex_init(&reg_lock, NULL);
 }
 
-static void fork_init(void)
+static void channel_init(void)
 {
 	const char *w = getenv("ZC_CHANNEL_WINDOW");
 	char *end;
 	unsigned long long v;
 
-	pthread_atfork(NULL, NULL, on_fork_child);
+	zc_fork_child_hook(on_fork_child);
 	if (w && *w) {
 		v = strtoull(w, &end, 0);
 		if (!*end && v > 0)
@@ -227,8 +225,7 @@ static void fork_init(void)
 /* Does this process speak for the channel (see the top of the file)? */
 static bool owned(const zc_channel *ch)
 {
-	return ch->owner_gen ==
-	       atomic_load_explicit(&fork_gen, memory_order_relaxed);
+	return ch->owner_gen == zc_fork_gen();
 }
 
 static unsigned note_cpu(zc_channel *ch);
@@ -237,7 +234,7 @@ static unsigned note_cpu(zc_channel *ch);
  * peer learns which CPU we run on. */
 static void claim(zc_channel *ch)
 {
-	ch->owner_gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
+	ch->owner_gen = zc_fork_gen();
 	ch->used = true;
 	note_cpu(ch);
 }
@@ -1443,11 +1440,11 @@ static int chan_new(int sock, int socktype, zc_channel **out)
 
 	if (!ch)
 		return -ENOMEM;
-	pthread_once(&fork_once, fork_init);
+	pthread_once(&init_once, channel_init);
 	atomic_init(&ch->refs, 1);
 	ch->sock = sock;
 	ch->socktype = socktype;
-	ch->owner_gen = atomic_load(&fork_gen);
+	ch->owner_gen = zc_fork_gen();
 	ch->serial = atomic_fetch_add(&next_serial, 1);
 	ch->lent_free = LENT_NONE;
 	ch->tx_bytes = calloc(ZC_RING_DATA_CAP, sizeof(*ch->tx_bytes));

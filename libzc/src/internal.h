@@ -13,6 +13,7 @@
  *   channel.c  channels: socket handshake, descriptor rings, credits
  *   cs.c       Container Shipping calls and the container table
  *   backend.c  backend selection and I/O counters
+ *   process.c  the fork generation
  *   sockmsg.c  passing descriptors over UNIX sockets
  */
 #ifndef ZC_INTERNAL_H
@@ -43,6 +44,19 @@ static inline size_t zc_min_size(size_t a, size_t b)
 {
 	return a < b ? a : b;
 }
+
+/* ---------------------------------------------------------------- process */
+
+/* The fork generation: 0 in the process that loaded libzc, one more in
+ * each forked child.  Something made in an earlier generation than the
+ * current one was inherited across fork. */
+unsigned zc_fork_gen(void);
+
+/* Run fn in every forked child (after the generation is bumped), to
+ * reinitialise locks another thread may have held at fork time.  Call it
+ * once per module (room for four). */
+typedef void (*zc_fork_hook)(void);
+void zc_fork_child_hook(zc_fork_hook fn);
 
 /* ------------------------------------------------------------------ pools */
 

@@ -33,9 +33,6 @@
 
 #define ZC_POOL_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
-/* Bumped in every forked child (see zc_pool_usable). */
-static atomic_uint fork_gen;
-
 static zc_pool *pool_new(int fd, size_t size, bool owner)
 {
 	struct stat st;
@@ -50,7 +47,7 @@ static zc_pool *pool_new(int fd, size_t size, bool owner)
 	p->fd = fd;
 	p->ro_fd = -1;
 	p->owner = owner;
-	p->fork_gen = atomic_load(&fork_gen);
+	p->fork_gen = zc_fork_gen();
 	p->size = size;
 	p->id = (uint64_t)st.st_ino;
 	p->npages = size / ZC_PAGE_SIZE;
@@ -369,36 +366,25 @@ void zc_pool_destroy(zc_pool *pool)
  * the memfds stay shared.  If both allocated from one pool they would hand
  * out the same pages; if the child detached (punched) a range it would
  * zero the parent's memory.  So every pool remembers the fork generation
- * it was created in, and in a later generation it behaves as imported:
- * readable, never allocated from, never recycled.  The child gets a fresh
- * default pool of its own on first use.
+ * (process.c) it was created in, and in a later generation it behaves as
+ * imported: readable, never allocated from, never recycled.  The child
+ * gets a fresh default pool of its own on first use.
  */
 static _Atomic(zc_pool *) default_pool;
 
-static void atfork_child(void)
-{
-	atomic_fetch_add(&fork_gen, 1);
-	atomic_store(&default_pool, NULL);
-}
-
-__attribute__((constructor)) static void pool_init_fork(void)
-{
-	pthread_atfork(NULL, NULL, atfork_child);
-}
-
 bool zc_pool_usable(const zc_pool *p)
 {
-	return p->owner && p->fork_gen == atomic_load_explicit(
-					&fork_gen, memory_order_relaxed);
+	return p->owner && p->fork_gen == zc_fork_gen();
 }
 
 zc_pool *zc_default_pool(void)
 {
 	zc_pool *p = atomic_load_explicit(&default_pool, memory_order_acquire);
-	zc_pool *expected = NULL;
+	zc_pool *expected = p;
 	int err;
 
-	if (ZC_LIKELY(p))
+	/* One inherited across fork is the parent's: replace it. */
+	if (ZC_LIKELY(p && zc_pool_usable(p)))
 		return p;
 	err = zc_pool_create(ZC_POOL_DEFAULT_SIZE, &p);
 	if (err) {
