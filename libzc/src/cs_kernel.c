@@ -99,7 +99,7 @@ static void shadow_set(int cid, size_t size, size_t off, size_t len)
 		sh.v = v;
 		sh.cap = cap;
 	}
-	sh.v[cid] = (struct kshadow){ (uint32_t)ZC_PAGE_ROUND(size),
+	sh.v[cid] = (struct kshadow){ (uint32_t)zc_page_round(size),
 				      (uint32_t)off, (uint32_t)len,
 				      sh.v[cid].gen + 1, true };
 	pthread_mutex_unlock(&sh.lock);
@@ -290,7 +290,7 @@ static int bridge_channel(zc_channel *ch, int count, void **addrs,
 	int err = zc_agg_create(&agg);
 
 	for (int i = 0; !err && i < count; i++) {
-		size_t at = (size_t)v[i].off % ZC_PAGE_SIZE;
+		size_t at = (size_t)v[i].off % zc_page_size();
 		zc_buf *b;
 
 		if (!v[i].len)
@@ -517,7 +517,7 @@ static int bridge_read_channel(int fd, zc_channel *ch, int size, int maxcon,
 		ssize_t got;
 
 		zc_agg_slice(agg, (size_t)n, &s);
-		err = make_one(s.off % ZC_PAGE_SIZE, s.len, &m[n]);
+		err = make_one(s.off % zc_page_size(), s.len, &m[n]);
 		if (err)
 			break;
 		got = zc_agg_copyout(agg, pos, (char *)m[n].addr + m[n].off,

@@ -13,7 +13,7 @@
  *   channel.c  channels: socket handshake, descriptor rings, credits
  *   cs.c       Container Shipping calls and the container table
  *   backend.c  backend selection and I/O counters
- *   process.c  the fork generation
+ *   process.c  the page size and the fork generation
  *   sockmsg.c  passing descriptors over UNIX sockets
  */
 #ifndef ZC_INTERNAL_H
@@ -33,9 +33,6 @@
 #define MFD_ALLOW_SEALING 0x0002U
 #endif
 
-#define ZC_PAGE_SIZE 4096u
-#define ZC_PAGE_ROUND(x) (((x) + ZC_PAGE_SIZE - 1) & ~(size_t)(ZC_PAGE_SIZE - 1))
-
 #define ZC_UNUSED __attribute__((unused))
 #define ZC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ZC_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -46,6 +43,18 @@ static inline size_t zc_min_size(size_t a, size_t b)
 }
 
 /* ---------------------------------------------------------------- process */
+
+/* The kernel's page size (sysconf, read once): the unit of pool
+ * allocation, so buffers are page-aligned runs of whole pages. */
+size_t zc_page_size(void);
+
+/* x rounded up to whole pages. */
+static inline size_t zc_page_round(size_t x)
+{
+	size_t ps = zc_page_size();
+
+	return (x + ps - 1) & ~(ps - 1);
+}
 
 /* The fork generation: 0 in the process that loaded libzc, one more in
  * each forked child.  Something made in an earlier generation than the
@@ -63,7 +72,7 @@ void zc_fork_child_hook(zc_fork_hook fn);
 /* Recently released buffers of one size, reused LIFO so a steady stream of
  * equal-sized transfers touches the same (cache-hot) memory and allocates
  * nothing.  Sizes are in pages. */
-#define ZC_POOL_CACHE_CLASSES 64	/* 1..64 pages (4 KiB..256 KiB) */
+#define ZC_POOL_CACHE_CLASSES 64	/* 1..64 pages */
 #define ZC_POOL_CACHE_DEPTH 32
 
 struct zc_pool {

@@ -4,7 +4,7 @@
  * A pool is one memfd, sealed so that nobody (not even its owner) can shrink
  * it: a peer that maps it read-only can then never take a SIGBUS.  The owner
  * maps it read-write once; buffers are page-aligned runs of pages found with
- * a next-fit bitmap search.  Released buffers of up to 256 KiB go to a small
+ * a next-fit bitmap search.  Released buffers of up to 64 pages go to a small
  * per-size LIFO cache so a steady stream of equal transfers reuses the same
  * cache-hot memory and allocates nothing.
  *
@@ -50,7 +50,7 @@ static zc_pool *pool_new(int fd, size_t size, bool owner)
 	p->fork_gen = zc_fork_gen();
 	p->size = size;
 	p->id = (uint64_t)st.st_ino;
-	p->npages = size / ZC_PAGE_SIZE;
+	p->npages = size / zc_page_size();
 	p->st.size = size;
 	pthread_mutex_init(&p->lock, NULL);
 	return p;
@@ -69,7 +69,7 @@ int zc_pool_create(size_t size, zc_pool **out)
 		size = ZC_POOL_DEFAULT_SIZE;
 	if (size > ZC_POOL_MAX_SIZE)
 		return -EINVAL;
-	size = ZC_PAGE_ROUND(size);
+	size = zc_page_round(size);
 
 	fd = memfd_create("zc-pool", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -90,7 +90,7 @@ int zc_pool_create(size_t size, zc_pool **out)
 		close(fd);
 		return err;
 	}
-	/* Detaching punches whole 4 KiB pages; inside a huge page a punch
+	/* Detaching punches whole base pages; inside a huge page a punch
 	 * would zero memory in place that the kernel may still be sending. */
 	madvise(base, size, MADV_NOHUGEPAGE);
 	p = pool_new(fd, size, true);
@@ -121,7 +121,7 @@ int zc_pool_import_fd(int fd, zc_pool **out)
 		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0 ||
 	    (uint64_t)st.st_size > ZC_POOL_MAX_SIZE ||
-	    st.st_size % ZC_PAGE_SIZE)
+	    st.st_size % zc_page_size())
 		return -EINVAL;
 	/* Without the shrink seal the owner could truncate the memfd under
 	 * our mapping and turn every read into a SIGBUS: refuse it. */
@@ -213,12 +213,13 @@ static size_t alloc_pages(zc_pool *p, size_t n)
  * allocation does not fit and cached memory might make room). */
 static void flush_cache(zc_pool *p)
 {
+	size_t ps = zc_page_size();
+
 	for (unsigned c = 0; c < ZC_POOL_CACHE_CLASSES; c++) {
 		while (p->cache_n[c]) {
 			zc_buf *b = p->cache[c][--p->cache_n[c]];
 
-			mark_pages(p, b->off / ZC_PAGE_SIZE,
-				   b->cap / ZC_PAGE_SIZE, false);
+			mark_pages(p, b->off / ps, b->cap / ps, false);
 			free(b);
 		}
 	}
@@ -239,7 +240,7 @@ static void buf_reset(zc_pool *p, zc_buf *b)
 
 int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
 {
-	size_t npg, first;
+	size_t ps = zc_page_size(), npg, first;
 	zc_buf *b = NULL;
 
 	if (!out)
@@ -251,7 +252,7 @@ int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
 		return -EPERM;	/* imported, or inherited across fork */
 	if (len == 0 || len > pool->size)
 		return -EINVAL;
-	npg = ZC_PAGE_ROUND(len) / ZC_PAGE_SIZE;
+	npg = zc_page_round(len) / ps;
 
 	pthread_mutex_lock(&pool->lock);
 	if (npg <= ZC_POOL_CACHE_CLASSES && pool->cache_n[npg - 1]) {
@@ -270,8 +271,8 @@ int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
 		}
 		if (b) {
 			b->pool = pool;
-			b->off = (uint64_t)first * ZC_PAGE_SIZE;
-			b->cap = npg * ZC_PAGE_SIZE;
+			b->off = (uint64_t)first * ps;
+			b->cap = npg * ps;
 		} else {
 			pool->st.failures++;
 		}
@@ -291,7 +292,7 @@ int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
 
 void zc_pool_recycle(zc_pool *p, zc_buf *b)
 {
-	size_t npg = b->cap / ZC_PAGE_SIZE;
+	size_t ps = zc_page_size(), npg = b->cap / ps;
 	bool detached = false;
 
 	if (ZC_UNLIKELY(!zc_pool_usable(p))) {
@@ -325,7 +326,7 @@ void zc_pool_recycle(zc_pool *p, zc_buf *b)
 		p->cache[npg - 1][p->cache_n[npg - 1]++] = b;
 		b = NULL;
 	} else {
-		mark_pages(p, b->off / ZC_PAGE_SIZE, npg, false);
+		mark_pages(p, b->off / ps, npg, false);
 	}
 	pthread_mutex_unlock(&p->lock);
 	free(b);

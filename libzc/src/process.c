@@ -1,6 +1,14 @@
 /*
- * process.c - what libzc knows about the process it runs in: the fork
- * generation.
+ * process.c - what libzc knows about the process it runs in: the page size
+ * and the fork generation.
+ *
+ * The page size is the kernel's, read once: pools hand out page-aligned
+ * runs of whole pages, so the pages vmsplice and sendfile lend the kernel
+ * belong to one buffer alone, and detaching that buffer with
+ * FALLOC_FL_PUNCH_HOLE drops exactly its pages, never part of a
+ * neighbour's; the patched kernel's containers are whole pages too.
+ * Linux always knows it (the kernel passes AT_PAGESZ to every program), so
+ * sysconf cannot fail here.
  *
  * The fork generation counts the forks between the process that first
  * loaded libzc and this one: one counter, bumped by one pthread_atfork
@@ -13,14 +21,28 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "internal.h"
 
 #define MAX_CHILD_HOOKS 4
 
+static atomic_size_t page_size;
 static atomic_uint fork_gen;
 static _Atomic(zc_fork_hook) child_hooks[MAX_CHILD_HOOKS];
 static atomic_uint n_child_hooks;
+
+size_t zc_page_size(void)
+{
+	size_t ps = atomic_load_explicit(&page_size, memory_order_relaxed);
+
+	if (ZC_UNLIKELY(!ps)) {
+		/* Threads racing here all store the same value. */
+		ps = (size_t)sysconf(_SC_PAGESIZE);
+		atomic_store_explicit(&page_size, ps, memory_order_relaxed);
+	}
+	return ps;
+}
 
 unsigned zc_fork_gen(void)
 {
