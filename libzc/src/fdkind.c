@@ -16,9 +16,10 @@
 #include "internal.h"
 
 /*
- * channel.c provides the real lookup.  This weak default lets libzc link
- * (and fdkind work) in a build without channels, and is overridden by the
- * strong definition as soon as channel.c is linked in.
+ * channel_registry.c provides the real lookup.  This weak default lets
+ * libzc link (and fdkind work) in a build without channels, and is
+ * overridden by the strong definition as soon as channel_registry.c is
+ * linked in.
  */
 __attribute__((weak)) zc_channel *zc_channel_from_fd(int fd)
 {

@@ -10,7 +10,8 @@
  *   fdkind.c   what kind of descriptor an fd is
  *   io_read.c  iol_read
  *   io_write.c iol_write: per (slice, destination) transfer mechanism
- *   channel.c  channels: socket handshake, descriptor rings, credits
+ *   channel*.c channels: socket handshake, descriptor rings, credits
+ *              (eight files, one job each: channel_int.h has their map)
  *   cs.c       Container Shipping calls and the container table
  *   backend.c  backend selection and I/O counters
  *   process.c  the page size and the fork generation

@@ -27,7 +27,7 @@
 
 #include "internal.h"
 
-/* Weak: a build without channel.c links, and then zc_fdkind_of (whose
+/* Weak: a build without channels links, and then zc_fdkind_of (whose
  * default lookup finds no channel) never sends us down that path. */
 #pragma weak zc_channel_recv
 
