@@ -82,11 +82,6 @@ enum how {
 	HOW_FILE,		/* one file slice */
 };
 
-static size_t min_size(size_t a, size_t b)
-{
-	return a < b ? a : b;
-}
-
 static struct zc_slice_int *slice_at(zc_agg *agg, size_t i)
 {
 	return &agg->s[agg->head + i];
@@ -136,7 +131,7 @@ static int gather(const struct wstate *w, zc_agg *agg, enum how how,
 			break;
 		if (how == HOW_VMSPLICE)
 			zc_buf_mark_kref(s->buf);	/* before the call */
-		len = min_size(s->len, ZC_CALL_MAX - *bytes);
+		len = zc_min_size(s->len, ZC_CALL_MAX - *bytes);
 		iov[n].iov_base = (void *)(data + s->off);
 		iov[n].iov_len = len;
 		*bytes += len;
@@ -243,7 +238,7 @@ static ssize_t write_sendfile_buf(const struct wstate *w,
 	off_t off = (off_t)(buf->off + s->off);
 	ssize_t r;
 
-	*want = min_size(s->len, ZC_CALL_MAX);
+	*want = zc_min_size(s->len, ZC_CALL_MAX);
 	r = unix_room(w);
 	if (r)
 		return r;
@@ -259,7 +254,7 @@ static ssize_t write_sendfile_buf(const struct wstate *w,
 /* The portable fallback for file -> file and file -> odd devices. */
 static ssize_t copy_through_bounce(int fd, zc_file *f, off_t off, size_t len)
 {
-	size_t chunk = min_size(len, ZC_BOUNCE);
+	size_t chunk = zc_min_size(len, ZC_BOUNCE);
 	void *bounce = malloc(chunk);
 	ssize_t n, r;
 
@@ -338,7 +333,7 @@ static ssize_t write_file_slice(const struct wstate *w, zc_agg *agg,
 	const struct zc_slice_int *s = slice_at(agg, 0);
 	zc_file *f = s->file;
 	off_t off = (off_t)s->off;
-	size_t len = min_size(s->len, ZC_CALL_MAX);
+	size_t len = zc_min_size(s->len, ZC_CALL_MAX);
 	unsigned flags;
 	ssize_t r;
 	int err;

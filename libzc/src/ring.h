@@ -85,7 +85,19 @@ struct zc_ring_shm {
 					 * a hint for the peer's waits */
 };
 
-#define ZC_RING_HDR_SIZE 4096u
+/*
+ * Format constants, not the page size: both sides compute the data ring's
+ * offset and the region's size from the HELLO's capacities, and the size
+ * must come out equal (the handshake refuses a region of any other size).
+ * Tied to the page size they would be a property of each process rather
+ * than of the format.  Any page size works with them: a region is mapped
+ * from offset 0 and only its own bytes are ever touched.
+ */
+#define ZC_RING_HDR_SIZE 4096u		/* header, then the data ring */
+#define ZC_RING_ALIGN 4096u		/* region sizes are multiples of it */
+
+_Static_assert(sizeof(struct zc_ring_shm) <= ZC_RING_HDR_SIZE,
+	       "ring header larger than its slot");
 
 static inline size_t zc_ring_data_off(void)
 {
@@ -102,7 +114,7 @@ static inline size_t zc_ring_region_size(uint32_t data_cap, uint32_t ret_cap)
 	size_t sz = zc_ring_ret_off(data_cap) +
 		    (size_t)ret_cap * sizeof(struct zc_ret_ent);
 
-	return (sz + 4095) & ~(size_t)4095;
+	return (sz + ZC_RING_ALIGN - 1) & ~(size_t)(ZC_RING_ALIGN - 1);
 }
 
 static inline int zc_ring_cap_ok(uint32_t cap)
