@@ -237,6 +237,16 @@ int zc_channel_send(zc_channel *ch, const zc_agg *agg)
 		return -EBADF;
 	if (ch->handshaking && (err = zc_channel_handshake(ch)))
 		return err;
+	if (zc_agg_has_borrowed(agg)) {
+		/* Borrowed bytes are never lent: the peer gets copies. */
+		zc_agg *owned;
+
+		err = zc_agg_owned_copy(agg, &owned);
+		if (!err)
+			err = zc_channel_send(ch, owned);
+		zc_agg_release(owned);
+		return err;
+	}
 	pthread_once(&window_once, window_init);
 	zc_ch_claim(ch);
 	/* Now and then look at the socket even when nothing waits: this is

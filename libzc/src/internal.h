@@ -166,10 +166,17 @@ struct zc_slice_int {
 	union {
 		zc_buf *buf;
 		zc_file *file;
+		const unsigned char *mem;	/* ZC_SLICE_MEM: borrowed */
 	};
 	uint64_t off;
 	size_t len;
 };
+
+/* Does the aggregate hold borrowed memory (ZC_SLICE_MEM)?  And a copy of
+ * it whose borrowed bytes are in pool buffers, for paths that lend what
+ * they send (a channel). */
+bool zc_agg_has_borrowed(const zc_agg *agg);
+int zc_agg_owned_copy(const zc_agg *src, zc_agg **out);
 
 struct zc_agg {
 	struct zc_slice_int *s;	/* live slices are s[head .. head+n) */

@@ -96,7 +96,8 @@ static enum how how_for(const struct wstate *w, const struct zc_slice_int *s)
 {
 	if (s->kind == ZC_SLICE_FILE)
 		return HOW_FILE;
-	if (s->len < ZC_SMALL)
+	/* Borrowed memory is never lent: its owner reuses it at will. */
+	if (s->len < ZC_SMALL || s->kind == ZC_SLICE_MEM)
 		return HOW_COPY;
 	if (is_stream_socket(w))
 		return HOW_SENDFILE_BUF;
@@ -126,7 +127,7 @@ static int gather(const struct wstate *w, zc_agg *agg, enum how how,
 
 		if (how_for(w, s) != how || *bytes >= ZC_CALL_MAX)
 			break;
-		data = zc_buf_data(s->buf);
+		data = s->kind == ZC_SLICE_MEM ? s->mem : zc_buf_data(s->buf);
 		if (!data)
 			break;
 		if (how == HOW_VMSPLICE)

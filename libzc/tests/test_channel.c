@@ -633,6 +633,36 @@ static void test_open_nonblocking(void **state)
 	zc_pool_destroy(pool);
 }
 
+/* Borrowed memory is never lent to the peer: it travels as copies, so
+ * the sender may reuse it the moment send returns. */
+static void test_borrowed_copied(void **state)
+{
+	char head[32] = "HTTP/1.1 200 OK\r\n\r\n";
+	zc_channel *a, *b;
+	zc_agg *agg, *got;
+	zc_buf *body;
+	char out[64];
+
+	(void)state;
+	assert_int_equal(zc_channel_pair(&a, &b), 0);
+	assert_int_equal(zc_agg_create(&agg), 0);
+	assert_int_equal(zc_agg_append_mem(agg, head, 19), 0);
+	assert_int_equal(zc_buf_from_bytes(NULL, "body", 4, &body), 0);
+	assert_int_equal(zc_agg_append_buf(agg, body, 0, 4), 0);
+	assert_int_equal(zc_channel_send(a, agg), 0);
+	memset(head, 'X', sizeof(head));
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	assert_int_equal(zc_agg_len(got), 23);
+	assert_int_equal(zc_agg_copyout(got, 0, out, 23), 23);
+	assert_memory_equal(out, "HTTP/1.1 200 OK\r\n\r\nbody", 23);
+	zc_agg_release(got);
+	zc_agg_release(agg);
+	zc_buf_release(body);
+	zc_channel_close(a);
+	zc_channel_close(b);
+	zc_channel_reclaim(0);
+}
+
 /* ------------------------------------------------------- across fork */
 
 #define FORK_MSGS 200
@@ -1140,6 +1170,7 @@ int main(void)
 		cmocka_unit_test(test_message_longer_than_ring),
 		cmocka_unit_test(test_stream_socket),
 		cmocka_unit_test(test_open_nonblocking),
+		cmocka_unit_test(test_borrowed_copied),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_peer_killed),
 		cmocka_unit_test(test_close_while_lent),
