@@ -52,6 +52,7 @@
 #include "zchttpd.h"
 
 #define IN_CAP (32u << 10)		/* request head buffer */
+#define HEAD_ARENA (8u << 10)		/* response heads, after the input */
 #define OUT_HIGH_WATER (256u << 10)	/* stop parsing beyond this backlog */
 #define ACCEPT_BATCH 64
 #define MAX_INFLIGHT 32			/* pinned entries per connection */
@@ -66,8 +67,11 @@ struct zh_conn {
 	zc_sink sink;			/* fd, probed once for iol_write */
 	enum conn_state state;
 	struct ev_timer timer;
-	char *in;			/* IN_CAP bytes, or NULL when idle */
+	char *in;			/* IN_CAP bytes, then the head arena;
+					 * NULL when idle */
 	size_t in_len;
+	size_t arena_used;		/* heads queued in out; reset when out
+					 * is empty (nothing names them) */
 	struct http_parser parser;
 	zc_agg *out;
 	bool close_after;		/* close once out is sent */
@@ -374,6 +378,13 @@ static bool want_input(struct zh_conn *c)
 	return true;
 }
 
+/* Heads in the arena are named by out until they are sent. */
+static void arena_reset(struct zh_conn *c)
+{
+	if (!zc_agg_len(c->out))
+		c->arena_used = 0;
+}
+
 static bool go_idle(struct zh_conn *c)
 {
 	c->state = C_IDLE;
@@ -445,6 +456,7 @@ static bool flush(struct zh_conn *c)
 		conn_free(c);
 		return false;
 	}
+	arena_reset(c);
 	return true;
 }
 
@@ -700,6 +712,46 @@ zc_agg *request_out(struct zh_request *r)
 	return r->conn->out;
 }
 
+void request_head_begin(struct zh_request *r, struct resp_head *h)
+{
+	struct zh_conn *c = r->conn;
+
+	h->buf = c->in + IN_CAP + c->arena_used;
+	h->cap = HEAD_ARENA - c->arena_used;
+	if (h->cap < 256) {	/* nearly full: the struct's own room */
+		h->buf = h->local;
+		h->cap = sizeof(h->local);
+	}
+}
+
+int request_head_end(struct zh_request *r, struct resp_head *h)
+{
+	struct zh_conn *c = r->conn;
+
+	if (h->overflow)
+		return 500;
+	if (h->buf == h->local)
+		return zc_agg_append_bytes(c->out, NULL, h->buf, h->len) ? 503
+									 : 0;
+	if (zc_agg_append_mem(c->out, h->buf, h->len))
+		return 503;
+	c->arena_used += h->len;
+	return 0;
+}
+
+int request_head_append(struct zh_request *r, const char *p, size_t len)
+{
+	struct zh_conn *c = r->conn;
+
+	if (len > HEAD_ARENA - c->arena_used)
+		return zc_agg_append_bytes(c->out, NULL, p, len) ? 503 : 0;
+	memcpy(c->in + IN_CAP + c->arena_used, p, len);
+	if (zc_agg_append_mem(c->out, c->in + IN_CAP + c->arena_used, len))
+		return 503;
+	c->arena_used += len;
+	return 0;
+}
+
 int request_wait(struct zh_request *r, const struct zh_handler *h,
 		 void *wait)
 {
@@ -880,7 +932,8 @@ static void do_read(struct zh_conn *c)
 		return;
 	}
 	if (!c->in) {
-		c->in = malloc(IN_CAP);
+		c->in = malloc(IN_CAP + HEAD_ARENA);
+		c->arena_used = 0;
 		if (!c->in) {
 			conn_free(c);
 			return;
@@ -894,7 +947,7 @@ static void do_read(struct zh_conn *c)
 		}
 		/* Nothing yet (a new connection whose request is not here,
 		 * or a spurious wake-up): wait, holding no buffer if idle. */
-		if (!c->in_len) {
+		if (!c->in_len && !zc_agg_len(c->out)) {
 			free(c->in);
 			c->in = NULL;
 		}

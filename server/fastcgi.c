@@ -570,7 +570,7 @@ static int gather_head(struct fcgi_req *f, zc_agg *content)
 	r->status = f->rep.status;
 	if (f->rep.close_delimited)
 		r->keep_alive = false;
-	if (fcgi_reply_head(&h, &f->rep, r->keep_alive, request_out(r)))
+	if (fcgi_reply_head(&h, &f->rep, r->keep_alive, r))
 		return 503;
 	return emit_body(f, content) ? ZH_TRUNCATED : 0;
 }

@@ -87,6 +87,17 @@ struct zh_request {
 /* The aggregate this request's response is appended to. */
 zc_agg *request_out(struct zh_request *r);
 
+/* A response head built in the connection's own memory (respond.h):
+ * request_head_begin points h at free room of the connection's head
+ * arena, resp_* fill it, request_head_end appends it to the output as a
+ * borrowed slice (or, when the arena had no room, as a pool copy).
+ * request_head_append does the same for bytes built elsewhere.  Returns
+ * 0, or 500 (did not fit) / 503 (out of memory). */
+struct resp_head;
+void request_head_begin(struct zh_request *r, struct resp_head *h);
+int request_head_end(struct zh_request *r, struct resp_head *h);
+int request_head_append(struct zh_request *r, const char *p, size_t len);
+
 /* Park r under handler h with state `wait`.  Returns 0, or 503 when the
  * header slots cannot be copied (the handler then answers with it). */
 int request_wait(struct zh_request *r, const struct zh_handler *h,

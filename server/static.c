@@ -165,14 +165,14 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
 	struct resp_head h;
 	int status = 200, err;
 
+	request_head_begin(r, &h);
 	if (not_modified(req, e->etag, e->v.mtime_ns / 1000000000)) {
 		resp_begin(&h, 304);
 		resp_add(&h, "ETag", e->etag);
 		resp_add(&h, "Last-Modified", e->lastmod);
 		resp_end(&h, r->keep_alive);
 		r->status = 304;
-		return h.overflow ? 500 :
-		       zc_agg_append_bytes(out, NULL, h.buf, h.len) ? 503 : 0;
+		return request_head_end(r, &h);
 	}
 	if (req->range.p && range_applies(req, e->etag, e->lastmod)) {
 		switch (http_range_parse(req->range.p, req->range.len,
@@ -212,10 +212,10 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
 			  (unsigned long long)(start + len - 1),
 			  (unsigned long long)e->v.size);
 	resp_end(&h, r->keep_alive);
-	if (h.overflow)
-		return 500;
-	err = zc_agg_append_bytes(out, NULL, h.buf, h.len);
-	if (!err && !r->head_only && len) {
+	err = request_head_end(r, &h);
+	if (err)
+		return err;
+	if (!r->head_only && len) {
 		err = e->body ? zc_agg_append_buf(out, e->body, start, len)
 			      : zc_agg_append_file(out, e->file, start, len);
 		r->entry = e;	/* the response uses it: pinned while sent */
