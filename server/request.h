@@ -75,8 +75,12 @@ struct zh_request {
 	struct http_header *own_headers;	/* copied from the worker slots */
 	char *own_uri;			/* uri, copied out of the worker */
 	char *redirect;			/* the target of a local redirect */
+	size_t redirect_len;
 	unsigned redirects;
 	bool want_input;
+	bool finished;			/* request_finish was called ... */
+	int finish_err;			/* ... with this */
+	bool redirect_pending;		/* request_redirect was called */
 };
 
 /* Handlers' answers to "answer this request" (static_serve, ...):
@@ -104,8 +108,9 @@ int request_wait(struct zh_request *r, const struct zh_handler *h,
 		 void *wait);
 
 /*
- * The handler is done with r.  err 0: the response is complete in the
- * output.  err > 0: answer with that error page instead (only valid while
+ * The handler is done with r (it must not touch r afterwards; the
+ * connection settles it from its own loop).  err 0: the response is
+ * complete in the output.  err > 0: answer with that error page instead (only valid while
  * none of this response has been queued).  ZH_TRUNCATED: the response
  * was cut short after part of it was queued (a backend died): what is
  * queued is sent and the connection closed, so the client cannot take
@@ -140,7 +145,8 @@ ssize_t request_read(struct zh_request *r);
 int request_continue(struct zh_request *r);
 /* Serve `path` instead, as a GET without a body (a CGI local redirect,
  * RFC 3875 6.2.2): the handler gives the request up (its state must be
- * gone) and the request is routed again from the start. */
+ * gone, and it must not touch r afterwards) and the connection routes it
+ * again from the start. */
 void request_redirect(struct zh_request *r, const char *path, size_t len);
 
 /* The client's address, and ours on its connection. */
