@@ -99,6 +99,10 @@ static void req_release(struct zh_conn *c)
 	c->req.want_input = false;
 	c->req.finished = false;
 	c->req.redirect_pending = false;
+	if (c->req.entry) {
+		cache_put(c->w->cache, c->req.entry);
+		c->req.entry = NULL;
+	}
 	free(c->req.own_headers);
 	c->req.own_headers = NULL;
 	free(c->req.own_uri);
@@ -435,6 +439,10 @@ static void complete(struct zh_conn *c, int err)
 		c->fl[c->nfl].end = conn_queued_end(c);
 		c->nfl++;
 	}
+	if (r->entry) {
+		cache_put(w->cache, r->entry);	/* the request's reference */
+		r->entry = NULL;
+	}
 	count_status(w, r->status);
 	access_log_request(w->log, &c->peer, &r->http, r->status,
 			   conn_queued_end(c) - c->req_start);
@@ -590,7 +598,6 @@ static void reroute(struct zh_conn *c)
 	free(r->own_uri);
 	r->own_uri = NULL;
 	r->uri = NULL;
-	r->entry = NULL;
 	r->status = 0;
 	r->body_bytes = 0;
 	err = route(c, r);

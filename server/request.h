@@ -66,8 +66,10 @@ struct zh_request {
 	bool keep_alive;		/* may the connection stay open */
 	int status;			/* the status sent (access log, counters) */
 	uint64_t body_bytes;		/* bytes of body in the response */
-	struct cache_entry *entry;	/* a cache entry the response body uses:
-					 * pinned until that response is sent */
+	struct cache_entry *entry;	/* a cache entry the response body uses,
+					 * with a reference the request holds
+					 * until the connection pins the entry
+					 * for the send (or drops it) */
 
 	/* While waiting: who owns the request, and its state. */
 	const struct zh_handler *handler;

@@ -218,7 +218,9 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
 	if (!r->head_only && len) {
 		err = e->body ? zc_agg_append_buf(out, e->body, start, len)
 			      : zc_agg_append_file(out, e->file, start, len);
-		r->entry = e;	/* the response uses it: pinned while sent */
+		/* The response uses it: the request keeps our reference
+		 * (request.h) until it is pinned for the send. */
+		r->entry = e;
 	}
 	if (err)
 		return 503;
@@ -338,7 +340,8 @@ static int answer_prepared(struct zh_request *r, struct static_job *j)
 	e = cache_admit(r->w->cache, j->entry);
 	j->entry = NULL;
 	err = serve_entry(r, e);
-	cache_put(r->w->cache, e);	/* r->entry is pinned by the caller */
+	if (r->entry != e)
+		cache_put(r->w->cache, e);
 	return err;
 }
 
@@ -399,7 +402,8 @@ int static_serve(struct zh_request *r)
 	e = cache_lookup(w->cache, key, ev_now_ms(w->loop));
 	if (e) {
 		err = serve_entry(r, e);
-		cache_put(w->cache, e);	/* r->entry is pinned by the caller */
+		if (r->entry != e)
+			cache_put(w->cache, e);
 		return err;
 	}
 	/* A miss: prepare off the loop if we have helpers. */
