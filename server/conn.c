@@ -443,6 +443,15 @@ static void complete(struct zh_conn *c, int err)
 		cache_put(w->cache, r->entry);	/* the request's reference */
 		r->entry = NULL;
 	}
+	if (!r->body_read && ((r->http.flags & HTTP_F_CHUNKED) ||
+			      ((r->http.flags & HTTP_F_CONTENT_LENGTH) &&
+			       r->http.content_length))) {
+		/* The rest of the body is on its way and cannot be told
+		 * from a next request: close, reading it meanwhile so that
+		 * our close does not reset the response away. */
+		r->keep_alive = false;
+		c->linger = true;
+	}
 	count_status(w, r->status);
 	access_log_request(w->log, &c->peer, &r->http, r->status,
 			   conn_queued_end(c) - c->req_start);
@@ -461,13 +470,8 @@ static int route(struct zh_conn *c, struct zh_request *r)
 	enum uri_error ue;
 
 	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
-	    req->content_length > w->cfg->max_body_bytes) {
-		/* Refused before anything else about it; its body is on its
-		 * way and will not be read. */
-		r->keep_alive = false;
-		c->linger = true;
-		return 413;
-	}
+	    req->content_length > w->cfg->max_body_bytes)
+		return 413;	/* refused before anything else about it */
 	if (status_matches(w, req))
 		return get ? status_serve(r) : bad_method;
 	/* One normalization per request (uri.h), kept in the worker's
@@ -486,13 +490,9 @@ static int route(struct zh_conn *c, struct zh_request *r)
 		rt = fastcgi_route(w, r->uri, r->uri_len);
 	if (rt)
 		return fastcgi_serve(r, rt);
-	/* A request body would have to be read and thrown away; the static
-	 * server takes none, so it answers and closes instead. */
-	if ((req->flags & HTTP_F_CHUNKED) ||
-	    ((req->flags & HTTP_F_CONTENT_LENGTH) && req->content_length)) {
-		r->keep_alive = false;
-		c->linger = true;
-	}
+	/* A request body would have to be read and thrown away: the static
+	 * server takes none, so it answers and closes (complete() sees to
+	 * it: body_read stays false). */
 	if (!get)
 		return bad_method;
 	return static_serve(r);
@@ -588,6 +588,12 @@ static void reroute(struct zh_conn *c)
 	r->wait = NULL;
 	r->want_input = false;
 	c->paused = false;
+	if (!r->body_read && (r->http.flags & (HTTP_F_CHUNKED |
+					       HTTP_F_CONTENT_LENGTH)) &&
+	    (r->http.content_length || (r->http.flags & HTTP_F_CHUNKED))) {
+		r->keep_alive = false;	/* the old body is still coming */
+		c->linger = true;
+	}
 	r->http.method = HTTP_M_GET;
 	r->http.method_str = (struct http_str){ "GET", 3 };
 	r->http.target = r->http.path =
@@ -754,6 +760,10 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 	if (c->state == C_WAITING) {
 		char b;
 
+		if (c->req.finished || c->req.redirect_pending) {
+			process(c);	/* settle it; input waits its turn */
+			return;
+		}
 		if (c->req.want_input && (ev & EPOLLIN)) {
 			/* The handler reads (a request body); it reports
 			 * through request.h, which posts us. */

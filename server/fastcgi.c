@@ -151,12 +151,9 @@ static void finish(struct fcgi_req *f, int err)
 	struct zh_request *r = f->r;
 
 	if (r) {
-		if (!f->body_read) {
-			/* The app answered without reading the whole body:
-			 * the rest is on its way and cannot be told apart
-			 * from a next request.  Close after this one. */
-			r->keep_alive = false;
-		}
+		/* An app may answer before it read the whole body; then the
+		 * connection closes after this response (request.h). */
+		r->body_read = f->body_read;
 		request_finish(r, err);
 	}
 	req_free(f);
@@ -628,8 +625,7 @@ static void on_end(struct fcgi_req *f, zc_agg *content)
 		char *to = f->redirect;
 
 		f->redirect = NULL;
-		if (!f->body_read)
-			r->keep_alive = false;
+		r->body_read = f->body_read;
 		req_free(f);
 		request_redirect(r, to, strlen(to));
 		free(to);
@@ -814,4 +810,9 @@ int fastcgi_worker_init(struct zh_worker *w)
 void fastcgi_worker_fini(struct zh_worker *w)
 {
 	fcgi_upstreams_fini(w);
+}
+
+void fastcgi_run_posted(struct zh_worker *w)
+{
+	fcgi_run_posted(w);
 }

@@ -72,6 +72,8 @@ struct fcgi_link {
 	bool eof;			/* the backend closed */
 	int busy;			/* our code is on the stack */
 	bool doomed;			/* close when it unwinds */
+	bool posted;			/* on the worker's posted list */
+	struct fcgi_link *post_next;
 	unsigned long served;
 	struct ev_timer timer;
 };
@@ -98,6 +100,11 @@ static void link_free(struct fcgi_link *l)
 	for (pp = &up->idle; *pp; pp = &(*pp)->next)
 		if (*pp == l) {
 			*pp = l->next;
+			break;
+		}
+	for (pp = &up->w->fcgi_posted; l->posted && *pp; pp = &(*pp)->post_next)
+		if (*pp == l) {
+			*pp = l->post_next;
 			break;
 		}
 	ev_timer_disarm(&l->timer);
@@ -131,6 +138,30 @@ static void link_arm(struct fcgi_link *l, bool idle)
 		     on_link_timeout);
 }
 
+static int link_open(struct fcgi_upstream *up, struct fcgi_link **out);
+static void fail_queue(struct fcgi_upstream *up, int status);
+
+/* A link is gone: requests still queued get a new one if there is room
+ * (the backend may be fine; only that connection ended), and fail with
+ * `status` only when no link can be opened and none is left. */
+static void refill(struct fcgi_upstream *up, int status)
+{
+	struct fcgi_link *l;
+
+	if (up->qhead && up->nlinks < up->w->cfg->fcgi_conns &&
+	    link_open(up, &l) == 0)
+		return;
+	fail_queue(up, status);
+}
+
+static void link_destroy(struct fcgi_link *l, int status)
+{
+	struct fcgi_upstream *up = l->up;
+
+	link_free(l);
+	refill(up, status);
+}
+
 /* The request is done with its link: end it now or when our own code
  * unwinds. */
 static void link_close(struct fcgi_link *l)
@@ -139,7 +170,7 @@ static void link_close(struct fcgi_link *l)
 	if (l->busy)
 		l->doomed = true;
 	else
-		link_free(l);
+		link_destroy(l, 502);
 }
 
 /* Give a ready link to the first queued request, or park it idle. */
@@ -188,7 +219,6 @@ static void fail_queue(struct fcgi_upstream *up, int status)
 
 static void link_fail(struct fcgi_link *l, int status)
 {
-	struct fcgi_upstream *up = l->up;
 	struct fcgi_client *cl = l->cl;
 
 	if (l->doomed && !cl)
@@ -197,10 +227,8 @@ static void link_fail(struct fcgi_link *l, int status)
 	l->doomed = true;
 	if (cl && l->state == L_ACTIVE)
 		cl->failed(cl, status);
-	if (!l->busy) {
-		link_free(l);
-		fail_queue(up, status);
-	}
+	if (!l->busy)
+		link_destroy(l, status);
 }
 
 static void on_link_timeout(struct ev_loop *loop, struct ev_timer *t)
@@ -215,12 +243,8 @@ static void on_link_timeout(struct ev_loop *loop, struct ev_timer *t)
 	l->busy++;
 	link_fail(l, 504);
 	l->busy--;
-	if (l->doomed) {
-		struct fcgi_upstream *up = l->up;
-
-		link_free(l);
-		fail_queue(up, 504);
-	}
+	if (l->doomed)
+		link_destroy(l, 504);
 }
 
 /* ------------------------------------------------------------ connect */
@@ -524,12 +548,8 @@ static void link_pump(struct fcgi_link *l)
 		link_arm(l, false);	/* progress: the clock starts again */
 out:
 	l->busy--;
-	if (l->doomed && !l->busy) {
-		struct fcgi_upstream *up = l->up;
-
-		link_free(l);
-		fail_queue(up, 502);
-	}
+	if (l->doomed && !l->busy)
+		link_destroy(l, 502);
 }
 
 static void on_link_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
@@ -543,12 +563,8 @@ static void on_link_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 		l->busy++;
 		link_connected(l);
 		l->busy--;
-		if (l->doomed) {
-			struct fcgi_upstream *up = l->up;
-
-			link_free(l);
-			fail_queue(up, 502);
-		}
+		if (l->doomed)
+			link_destroy(l, 502);
 		return;
 	}
 	link_pump(l);
@@ -573,7 +589,7 @@ int fcgi_link_acquire(struct zh_worker *w, const struct zh_fcgi_route *rt,
 		cl->attached(cl, l);
 		l->busy--;
 		if (l->doomed && !l->busy)
-			link_free(l);
+			link_destroy(l, 502);
 		return 0;
 	}
 	if (up->nqueued >= w->cfg->fcgi_queue)
@@ -618,6 +634,33 @@ void fcgi_link_cancel(struct zh_worker *w, const struct zh_fcgi_route *rt,
 	}
 }
 
+/* Pump l before the loop sleeps (fastcgi_run_posted): API calls never
+ * call the client back themselves, only the link's own wake-ups do. */
+static void link_post(struct fcgi_link *l)
+{
+	struct zh_worker *w = l->up->w;
+
+	if (l->posted)
+		return;
+	l->posted = true;
+	l->post_next = w->fcgi_posted;
+	w->fcgi_posted = l;
+}
+
+void fcgi_run_posted(struct zh_worker *w)
+{
+	while (w->fcgi_posted) {
+		struct fcgi_link *l = w->fcgi_posted;
+
+		w->fcgi_posted = l->post_next;
+		l->posted = false;
+		if (l->doomed && !l->busy)
+			link_destroy(l, 502);
+		else
+			link_pump(l);
+	}
+}
+
 int fcgi_link_send(struct fcgi_link *l, zc_agg *records)
 {
 	int err = zc_agg_concat(l->tx, records);
@@ -625,12 +668,11 @@ int fcgi_link_send(struct fcgi_link *l, zc_agg *records)
 	zc_agg_truncate(records, 0);
 	if (err)
 		return err;
-	if (!l->busy)
-		link_pump(l);
-	else if (!l->ch)
+	/* Write now (a request's records go out without waiting a loop
+	 * turn), but deliver nothing: the caller is the client itself. */
+	err = link_write(l);
+	if (!err && zc_agg_len(l->tx) && !l->ch)
 		link_set_events(l, l->events | EPOLLOUT);
-	else
-		err = link_write(l);
 	return err;
 }
 
@@ -644,8 +686,8 @@ void fcgi_link_hold(struct fcgi_link *l, bool hold)
 	if (l->held == hold)
 		return;
 	l->held = hold;
-	if (!hold && !l->busy)
-		link_pump(l);	/* records already here, then read again */
+	if (!hold)
+		link_post(l);	/* records already here, then read again */
 }
 
 void fcgi_link_release(struct fcgi_link *l, bool reusable)

@@ -93,9 +93,12 @@ int request_wait(struct zh_request *r, const struct zh_handler *h,
 
 void request_finish(struct zh_request *r, int err)
 {
-	/* conn.c settles it (error page, log, what follows) from its loop. */
+	/* conn.c settles it (error page, log, what follows) from its loop;
+	 * until then nothing may reach the handler's state, which is gone. */
 	r->finished = true;
 	r->finish_err = err;
+	r->wait = NULL;
+	r->want_input = false;
 	conn_post(r->conn);
 }
 
@@ -187,6 +190,8 @@ void request_redirect(struct zh_request *r, const char *path, size_t len)
 	r->redirect = to;
 	r->redirect_len = len;
 	r->redirect_pending = true;	/* conn.c routes it again */
+	r->wait = NULL;
+	r->want_input = false;
 	conn_post(r->conn);
 }
 

@@ -64,6 +64,9 @@ struct zh_request {
 	size_t head_len;		/* bytes of the head in that buffer */
 	bool head_only;			/* HEAD: no body */
 	bool keep_alive;		/* may the connection stay open */
+	bool body_read;			/* the handler took the whole request
+					 * body: else the connection closes
+					 * after the response, lingering */
 	int status;			/* the status sent (access log, counters) */
 	uint64_t body_bytes;		/* bytes of body in the response */
 	struct cache_entry *entry;	/* a cache entry the response body uses,

@@ -96,7 +96,13 @@ static void before_sleep(struct ev_loop *loop, void *data)
 	struct zh_worker *w = data;
 
 	resp_clock_tick();
-	conn_run_posted(w);
+	/* Work one side posts for the other (a drained client resumes its
+	 * backend link, a link's records post the client): run both until
+	 * neither has any, or the loop would sleep on posted work. */
+	do {
+		fastcgi_run_posted(w);
+		conn_run_posted(w);
+	} while (w->posted || w->fcgi_posted);
 	access_log_flush(w->log);
 	publish_stats(w);
 	if (w->stopping && w->nconns == 0)

@@ -89,6 +89,7 @@ struct zh_worker {
 	struct cache *cache;
 	struct diskio *diskio;		/* helper threads, or NULL */
 	struct fcgi_upstream *upstreams;	/* one per FastCGI route */
+	struct fcgi_link *fcgi_posted;	/* links to pump before sleeping */
 	char root_abs[ZH_PATH_MAX];	/* --root as an absolute path (CGI) */
 	char uri[ZH_PATH_MAX + 1];	/* the request path being routed */
 	/* Requests are parsed one at a time: header slots are per worker

@@ -192,6 +192,31 @@ print(h)')")" ]
 		{ stop_server; grep -q '"GET /probe?stderr=3&size=1 HTTP/1.1" 200 ' "$BATS_TEST_TMPDIR/access.log"; }
 }
 
+# A client slower than the app: the server's output fills, the link holds
+# the app's records back and resumes them when the client has read what
+# was queued -- the whole body arrives, byte for byte.
+@test "a slow reader gets every byte of a large response (backpressure on the backend)" {
+	probe --workers 1
+	run python3 - "$PORT" <<'EOF'
+import hashlib, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+s.sendall(b"GET /probe?size=3000000&len HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+data = b""
+while True:
+    d = s.recv(16384)
+    if not d:
+        break
+    data += d
+    if len(data) < 600000:
+        time.sleep(0.002)	# slow at first: the server's output fills
+body = data.split(b"\r\n\r\n", 1)[1]
+print(len(body), hashlib.sha256(body).hexdigest())
+EOF
+	[ "$status" -eq 0 ]
+	[ "$output" = "3000000 $(expected 3000000 | sha256sum | cut -d' ' -f1)" ]
+}
+
 @test "a slow backend blocks neither the loop nor static requests" {
 	probe --workers 1
 	curl -s "$URL/probe?sleep=3000&size=5" > "$BATS_TEST_TMPDIR/slow.out" &
