@@ -141,25 +141,23 @@ static void link_arm(struct fcgi_link *l, bool idle)
 static int link_open(struct fcgi_upstream *up, struct fcgi_link **out);
 static void fail_queue(struct fcgi_upstream *up, int status);
 
-/* A link is gone: requests still queued get a new one if there is room
- * (the backend may be fine; only that connection ended), and fail with
- * `status` only when no link can be opened and none is left. */
-static void refill(struct fcgi_upstream *up, int status)
-{
-	struct fcgi_link *l;
-
-	if (up->qhead && up->nlinks < up->w->cfg->fcgi_conns &&
-	    link_open(up, &l) == 0)
-		return;
-	fail_queue(up, status);
-}
-
+/* A link is gone.  If it had been connected, the backend may well be
+ * fine (only that connection ended): requests still queued get a new link
+ * if there is room.  If it never connected, the backend is not there:
+ * the queue fails with `status` once no link is left that could serve
+ * it (retrying would only spin). */
 static void link_destroy(struct fcgi_link *l, int status)
 {
 	struct fcgi_upstream *up = l->up;
+	bool was_connected = l->state != L_CONNECTING &&
+			     l->state != L_HANDSHAKE;
+	struct fcgi_link *fresh;
 
 	link_free(l);
-	refill(up, status);
+	if (was_connected && up->qhead &&
+	    up->nlinks < up->w->cfg->fcgi_conns && link_open(up, &fresh) == 0)
+		return;
+	fail_queue(up, status);
 }
 
 /* The request is done with its link: end it now or when our own code
