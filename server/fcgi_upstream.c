@@ -171,6 +171,18 @@ static void link_close(struct fcgi_link *l)
 		link_destroy(l, 502);
 }
 
+/* The link serves cl's request from now on. */
+static void link_attach(struct fcgi_link *l, struct fcgi_client *cl)
+{
+	l->state = L_ACTIVE;
+	l->cl = cl;
+	l->held = false;
+	link_arm(l, false);
+	l->busy++;
+	cl->attached(cl, l);
+	l->busy--;
+}
+
 /* Give a ready link to the first queued request, or park it idle. */
 static void link_ready(struct fcgi_link *l)
 {
@@ -183,13 +195,7 @@ static void link_ready(struct fcgi_link *l)
 			up->qtail = NULL;
 		up->nqueued--;
 		cl->queued = false;
-		l->state = L_ACTIVE;
-		l->cl = cl;
-		l->held = false;
-		link_arm(l, false);
-		l->busy++;
-		cl->attached(cl, l);
-		l->busy--;
+		link_attach(l, cl);
 		return;
 	}
 	l->state = L_IDLE;
@@ -579,13 +585,7 @@ int fcgi_link_acquire(struct zh_worker *w, const struct zh_fcgi_route *rt,
 	if (l) {
 		up->idle = l->next;
 		l->next = NULL;
-		l->state = L_ACTIVE;
-		l->cl = cl;
-		l->held = false;
-		link_arm(l, false);
-		l->busy++;
-		cl->attached(cl, l);
-		l->busy--;
+		link_attach(l, cl);
 		if (l->doomed && !l->busy)
 			link_destroy(l, 502);
 		return 0;

@@ -300,6 +300,8 @@ static int apply(struct options *o, const char *name, const char *val,
 #define NUM(field, max) do { NEED_VAL(); \
 		if (parse_uint(val, (max), &n)) goto bad; \
 		c->field = (typeof(c->field))n; } while (0)
+#define NUM_NONZERO(field, max) do { NUM(field, max); \
+		if (!c->field) goto bad; } while (0)
 
 	if (!strcmp(name, "root")) {
 		NEED_VAL();
@@ -329,9 +331,7 @@ static int apply(struct options *o, const char *name, const char *val,
 		else
 			c->status_path = keep(o, val);
 	} else if (!strcmp(name, "max-conns")) {
-		NUM(max_conns, 1000000);
-		if (!c->max_conns)
-			goto bad;
+		NUM_NONZERO(max_conns, 1000000);
 	} else if (!strcmp(name, "header-timeout")) {
 		NUM(header_timeout_ms, 3600000);
 	} else if (!strcmp(name, "keepalive-timeout")) {
@@ -377,13 +377,9 @@ static int apply(struct options *o, const char *name, const char *val,
 		if (add_route(o, val, name[7] == '-'))
 			goto bad;
 	} else if (!strcmp(name, "fastcgi-timeout")) {
-		NUM(fcgi_timeout_ms, 3600000);
-		if (!c->fcgi_timeout_ms)
-			goto bad;
+		NUM_NONZERO(fcgi_timeout_ms, 3600000);
 	} else if (!strcmp(name, "fastcgi-conns")) {
-		NUM(fcgi_conns, 4096);
-		if (!c->fcgi_conns)
-			goto bad;
+		NUM_NONZERO(fcgi_conns, 4096);
 	} else if (!strcmp(name, "fastcgi-queue")) {
 		NUM(fcgi_queue, 1000000);
 	} else if (!strcmp(name, "user")) {
@@ -400,6 +396,7 @@ missing:
 bad:
 	fprintf(stderr, "zchttpd: bad value '%s' for '%s'\n", val, name);
 	return -1;
+#undef NUM_NONZERO
 #undef NUM
 #undef NEED_VAL
 }

@@ -202,15 +202,12 @@ import hashlib, socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
 s.sendall(b"GET /probe?size=3000000&len HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-data = b""
-while True:
-    d = s.recv(16384)
-    if not d:
-        break
-    data += d
-    if len(data) < 600000:
+chunks = []
+for d in iter(lambda: s.recv(16384), b""):
+    chunks.append(d)
+    if len(chunks) < 40:
         time.sleep(0.002)	# slow at first: the server's output fills
-body = data.split(b"\r\n\r\n", 1)[1]
+body = b"".join(chunks).split(b"\r\n\r\n", 1)[1]
 print(len(body), hashlib.sha256(body).hexdigest())
 EOF
 	[ "$status" -eq 0 ]

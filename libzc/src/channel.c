@@ -135,10 +135,13 @@ static int chan_register(zc_channel *ch)
 	return err;
 }
 
-int zc_channel_open(int sock, zc_channel **out)
+/* Both ways of opening: check the socket, make the channel, send our
+ * HELLO.  The socket itself is made blocking (a control message is never
+ * left half sent); *fl keeps its old flags to restore on failure. */
+static int chan_start(int sock, zc_channel **out, int *fl)
 {
 	zc_channel *ch;
-	int type, fl, err;
+	int type, err;
 
 	if (!out)
 		return -EINVAL;
@@ -147,22 +150,17 @@ int zc_channel_open(int sock, zc_channel **out)
 		return err;
 	if (zc_channel_from_fd(sock))
 		return -EBUSY;
-	fl = fcntl(sock, F_GETFL);
-	if (fl < 0)
+	*fl = fcntl(sock, F_GETFL);
+	if (*fl < 0)
 		return -errno;
 	if ((err = chan_new(sock, type, &ch)))
 		return err;
-	/* We wait with poll() and never want a control message half sent. */
-	if ((fl & O_NONBLOCK) && fcntl(sock, F_SETFL, fl & ~O_NONBLOCK) < 0)
+	if ((*fl & O_NONBLOCK) && fcntl(sock, F_SETFL, *fl & ~O_NONBLOCK) < 0)
 		err = -errno;
 	if (!err)
 		err = zc_ch_hello_send(ch);
-	if (!err)
-		err = zc_ch_hello_recv(ch);
-	if (!err)
-		err = chan_register(ch);
 	if (err) {
-		fcntl(sock, F_SETFL, fl);
+		fcntl(sock, F_SETFL, *fl);
 		chan_free(ch, false);
 		return err;
 	}
@@ -170,37 +168,34 @@ int zc_channel_open(int sock, zc_channel **out)
 	return 0;
 }
 
-int zc_channel_open_nb(int sock, zc_channel **out)
+int zc_channel_open(int sock, zc_channel **out)
 {
-	zc_channel *ch;
-	int type, fl, err;
+	int fl, err = chan_start(sock, out, &fl);
 
-	if (!out)
-		return -EINVAL;
-	*out = NULL;
-	if ((err = check_socket(sock, &type)))
+	if (err)
 		return err;
-	if (zc_channel_from_fd(sock))
-		return -EBUSY;
-	fl = fcntl(sock, F_GETFL);
-	if (fl < 0)
-		return -errno;
-	if ((err = chan_new(sock, type, &ch)))
-		return err;
-	/* The socket itself stays blocking (a control message is never
-	 * left half sent); the channel's calls do not block. */
-	if ((fl & O_NONBLOCK) && fcntl(sock, F_SETFL, fl & ~O_NONBLOCK) < 0)
-		err = -errno;
+	/* We wait for the peer's HELLO with poll(). */
+	err = zc_ch_hello_recv(*out);
 	if (!err)
-		err = zc_ch_hello_send(ch);
+		err = chan_register(*out);
 	if (err) {
 		fcntl(sock, F_SETFL, fl);
-		chan_free(ch, false);
-		return err;
+		chan_free(*out, false);
+		*out = NULL;
 	}
-	ch->nonblock = true;
-	ch->handshaking = true;
-	*out = ch;
+	return err;
+}
+
+int zc_channel_open_nb(int sock, zc_channel **out)
+{
+	int fl, err = chan_start(sock, out, &fl);
+
+	if (err)
+		return err;
+	/* The channel's calls do not block; the handshake completes when
+	 * the peer's HELLO is there (zc_channel_handshake). */
+	(*out)->nonblock = true;
+	(*out)->handshaking = true;
 	return 0;
 }
 

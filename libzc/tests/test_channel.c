@@ -530,6 +530,16 @@ static void *opener_main(void *arg)
 
 /* zc_channel_open on a stream socket pair (the handshake needs both ends
  * at once, so one runs in a thread). */
+/* A pool for a test's messages and a connected UNIX stream pair. */
+static zc_pool *stream_pair(int sv[2])
+{
+	zc_pool *pool;
+
+	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	return pool;
+}
+
 static void test_stream_socket(void **state)
 {
 	struct opener o = { 0 };
@@ -541,8 +551,7 @@ static void test_stream_socket(void **state)
 	int sv[2];
 
 	(void)state;
-	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pool = stream_pair(sv);
 	o.sock = sv[1];
 	assert_int_equal(pthread_create(&tid, NULL, opener_main, &o), 0);
 	assert_int_equal(zc_channel_open(sv[0], &a), 0);
@@ -577,8 +586,7 @@ static void test_open_nonblocking(void **state)
 	int sv[2];
 
 	(void)state;
-	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pool = stream_pair(sv);
 	assert_int_equal(zc_channel_open_nb(sv[0], &a), 0);
 	assert_int_equal(zc_channel_handshake(a), -EAGAIN);
 	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
