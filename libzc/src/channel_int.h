@@ -249,15 +249,17 @@ void zc_ch_rings_unmap(zc_channel *ch);
 
 /* ----------------------------------------------------- channel_wait.c */
 
-/* Wake the peer if it sleeps.  Any thread. */
-void zc_ch_notify(zc_channel *ch);
+/* Wake the peer if it sleeps waiting for any of `want` (ZC_RING_WANT_*).
+ * Any thread. */
+void zc_ch_notify(zc_channel *ch, unsigned want);
 /* zc_ch_ret_flush, and wake the peer if anything went. */
 void zc_ch_flush_returns(zc_channel *ch);
-/* Set our sleeping flag and ask ready() once more (flag cleared again
- * unless it says 0). */
-int zc_ch_prepare_sleep(zc_channel *ch, zc_ch_ready_fn ready);
+/* Say we sleep waiting for `want` and ask ready() once more (the wish is
+ * withdrawn again unless it says 0). */
+int zc_ch_prepare_sleep(zc_channel *ch, zc_ch_ready_fn ready, unsigned want);
 /* Block until ready() holds: 0, or <0 (-EINTR with intr on a signal). */
-int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr);
+int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
+	       unsigned want);
 
 /* ---------------------------------------------------------- channel.c */
 

@@ -33,7 +33,7 @@ static void ret_cb(zc_buf *buf)
 	if (atomic_load_explicit(&buf->flags, memory_order_relaxed) & ZC_BUF_KREF)
 		flags = ZC_ENT_F_KREF;
 	if (zc_ch_owned(ch) && zc_ch_ret_push(ch, buf->release_token, flags))
-		zc_ch_notify(ch);
+		zc_ch_notify(ch, ZC_RING_WANT_RETURNS);
 	zc_ch_put(ch);
 }
 
@@ -120,7 +120,7 @@ static int pop_message(zc_channel *ch, zc_agg **out)
 	}
 	ch->rx_head = head;
 	zc_st_rel(&ch->rx.shm->data_head.v, head);
-	zc_ch_notify(ch);	/* a writer may wait for room */
+	zc_ch_notify(ch, ZC_RING_WANT_ROOM);	/* a writer may wait */
 	if (r < 0)
 		return zc_ch_broke(ch, r == -ENOMEM ? r : -EPROTO);
 	if (r == 1) {
@@ -172,11 +172,12 @@ int zc_channel_recv(zc_channel *ch, zc_agg **out)
 			r = zc_ch_drain_sock(ch);
 			if (r < 0 && r != -EPIPE)
 				return r;
-			if (r == 0 && zc_ch_prepare_sleep(ch, rx_ready) == 0)
+			if (r == 0 && zc_ch_prepare_sleep(ch, rx_ready,
+							ZC_RING_WANT_DATA) == 0)
 				return -EAGAIN;
 			continue;
 		}
-		r = zc_ch_wait(ch, rx_ready, true);
+		r = zc_ch_wait(ch, rx_ready, true, ZC_RING_WANT_DATA);
 		if (r < 0 && r != -EPIPE)
 			return r;
 	}

@@ -135,10 +135,12 @@ static int room_nonblock(zc_channel *ch, size_t need)
 		return err < 0 ? err : 0;
 	if ((err = zc_ch_drain_sock(ch)) < 0)
 		return err;
-	atomic_store(&ch->tx.shm->sleeping.v, 1);	/* seq_cst */
+	atomic_fetch_or(&ch->tx.shm->sleeping.v, ZC_RING_WANT_ROOM);
 	if ((err = tx_fits(ch, need)) == 0)
 		return check_usable(ch) ?: -EAGAIN;
-	atomic_store_explicit(&ch->tx.shm->sleeping.v, 0, memory_order_relaxed);
+	atomic_fetch_and_explicit(&ch->tx.shm->sleeping.v,
+				  ~(uint64_t)ZC_RING_WANT_ROOM,
+				  memory_order_relaxed);
 	return err < 0 ? err : 0;
 }
 
@@ -178,7 +180,7 @@ static void publish(zc_channel *ch)
 		return;
 	zc_st_rel(&ch->tx.shm->data_tail.v, ch->tx_tail);
 	ch->tx_pub = ch->tx_tail;
-	zc_ch_notify(ch);
+	zc_ch_notify(ch, ZC_RING_WANT_DATA);
 }
 
 /* Write one descriptor, waiting for room if the ring is full. */
@@ -193,7 +195,7 @@ static int put_entry(zc_channel *ch, const struct zc_ring_ent *e)
 		/* A message longer than the ring streams through it: show
 		 * the peer what we have so it can make room. */
 		publish(ch);
-		err = zc_ch_wait(ch, tx_ready, false);
+		err = zc_ch_wait(ch, tx_ready, false, ZC_RING_WANT_ROOM);
 		if (err)
 			return err;
 	}
@@ -264,7 +266,8 @@ int zc_channel_send(zc_channel *ch, const zc_agg *agg)
 	if (ch->nonblock)
 		err = room_nonblock(ch, agg->n + 1);
 	else if ((err = tx_fits(ch, 2)) >= 0)
-		err = err ? 0 : zc_ch_wait(ch, tx_window_ready, true);
+		err = err ? 0 : zc_ch_wait(ch, tx_window_ready, true,
+					   ZC_RING_WANT_ROOM);
 	if (err)
 		return err;
 	start = ch->tx_tail;

@@ -36,13 +36,15 @@
 #define SPIN_NS 50000			/* busy-wait before sleeping */
 #define SPIN_PURE_NS 10000		/* ... the first part without yielding */
 
-void zc_ch_notify(zc_channel *ch)
+void zc_ch_notify(zc_channel *ch, unsigned want)
 {
 	static const unsigned char bell = ZC_CH_MSG_DOORBELL;
 	_Atomic uint64_t *s = &ch->rx.shm->sleeping.v;
 
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(s, memory_order_relaxed) &&
+	/* One bell wakes the peer for whatever it waited for: it looks at
+	 * everything again when it wakes. */
+	if ((atomic_load_explicit(s, memory_order_relaxed) & want) &&
 	    atomic_exchange(s, 0))
 		/* Never block: if the socket is full the peer's poll sees it
 		 * readable anyway, which is all a doorbell has to achieve. */
@@ -52,7 +54,7 @@ void zc_ch_notify(zc_channel *ch)
 void zc_ch_flush_returns(zc_channel *ch)
 {
 	if (zc_ch_ret_flush(ch))
-		zc_ch_notify(ch);
+		zc_ch_notify(ch, ZC_RING_WANT_RETURNS);
 }
 
 /* Record the CPU we run on, for the peer's spin decision (refreshed on
@@ -101,19 +103,22 @@ static int spin(zc_channel *ch, zc_ch_ready_fn ready)
 	}
 }
 
-int zc_ch_prepare_sleep(zc_channel *ch, zc_ch_ready_fn ready)
+int zc_ch_prepare_sleep(zc_channel *ch, zc_ch_ready_fn ready, unsigned want)
 {
 	int r;
 
-	atomic_store(&ch->tx.shm->sleeping.v, 1);	/* seq_cst */
+	/* Or-ed in: an event loop may wait for data and room at once (a
+	 * non-blocking recv and send that both said -EAGAIN). */
+	atomic_fetch_or(&ch->tx.shm->sleeping.v, want);	/* seq_cst */
 	r = ready(ch);
 	if (r)
-		atomic_store_explicit(&ch->tx.shm->sleeping.v, 0,
-				      memory_order_relaxed);
+		atomic_fetch_and_explicit(&ch->tx.shm->sleeping.v, ~(uint64_t)want,
+					  memory_order_relaxed);
 	return r;
 }
 
-int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr)
+int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
+	       unsigned want)
 {
 	struct pollfd p = { .fd = ch->sock, .events = POLLIN };
 	int r = spin(ch, ready);
@@ -123,7 +128,7 @@ int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr)
 		if (r < 0)
 			break;
 		zc_ch_flush_returns(ch);
-		r = zc_ch_prepare_sleep(ch, ready);
+		r = zc_ch_prepare_sleep(ch, ready, want);
 		if (r)
 			break;
 		if (poll(&p, 1, -1) < 0 && errno == EINTR && intr)

@@ -34,6 +34,15 @@
 #define ZC_RING_DATA_CAP 256u		/* descriptors: 16 KiB */
 #define ZC_RING_RET_CAP 1024u		/* returns: 16 KiB */
 #define ZC_RING_MIN_CAP 4u
+
+/* What a sleeping side waits for (its `sleeping` word): a producer rings
+ * only for what it provides.  Data: new descriptors.  Room: consumed
+ * slots or window.  Returns: buffers given back -- nobody sleeps for
+ * those today (reclaiming polls), so releasing a received buffer, the
+ * commonest event of all, never wakes a peer that waits for data. */
+#define ZC_RING_WANT_DATA 1u
+#define ZC_RING_WANT_ROOM 2u
+#define ZC_RING_WANT_RETURNS 4u
 #define ZC_RING_MAX_CAP 65536u
 
 enum zc_ent_type {
@@ -79,7 +88,8 @@ struct zc_ring_shm {
 	struct zc_ring_idx data_head;	/* peer writes */
 	struct zc_ring_idx ret_tail;	/* owner writes */
 	struct zc_ring_idx ret_head;	/* peer writes */
-	struct zc_ring_idx sleeping;	/* owner sets before it sleeps,
+	struct zc_ring_idx sleeping;	/* owner sets before it sleeps
+					 * (what it waits for: ZC_RING_WANT_*),
 					 * the peer clears it and rings */
 	struct zc_ring_idx cpu;		/* owner's last CPU + 1 (0: unknown),
 					 * a hint for the peer's waits */
