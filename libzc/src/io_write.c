@@ -232,18 +232,39 @@ static int unix_room(const struct wstate *w)
 	return 0;	/* writable, or an error the sendfile will report */
 }
 
-static ssize_t write_sendfile_buf(const struct wstate *w,
-				  const struct zc_slice_int *s, size_t *want)
+/*
+ * One sendfile from a pool's memfd: the first slice, and the slices after
+ * it that continue its bytes in the same memfd.  Those are parts of one
+ * buffer that arrived as separate buffers -- a document a peer sent over a
+ * channel as several FastCGI records, each lent on its own -- and one call
+ * serves them all.
+ */
+static ssize_t write_sendfile_buf(const struct wstate *w, zc_agg *agg,
+				  size_t *want)
 {
+	struct zc_slice_int *s = slice_at(agg, 0);
 	zc_buf *buf = s->buf;
 	off_t off = (off_t)(buf->off + s->off);
+	size_t len = zc_min_size(s->len, ZC_CALL_MAX);
 	ssize_t r;
 
-	*want = zc_min_size(s->len, ZC_CALL_MAX);
 	r = unix_room(w);
 	if (r)
 		return r;
 	zc_buf_mark_kref(buf);	/* the socket queue will hold its pages */
+	/* Only after a first slice taken whole (not cut at ZC_CALL_MAX). */
+	for (size_t i = 1; i < agg->n && s->len <= ZC_CALL_MAX; i++) {
+		struct zc_slice_int *n = slice_at(agg, i);
+
+		if (how_for(w, n) != HOW_SENDFILE_BUF ||
+		    n->buf->pool != buf->pool ||
+		    (off_t)(n->buf->off + n->off) != off + (off_t)len ||
+		    n->len > ZC_CALL_MAX - len)
+			break;
+		zc_buf_mark_kref(n->buf);
+		len += n->len;
+	}
+	*want = len;
 	r = sendfile(w->fd, buf->pool->fd, &off, *want);
 	zc_stat_call();
 	if (r < 0)
@@ -395,7 +416,7 @@ static ssize_t write_step(const struct wstate *w, zc_agg *agg, enum how how,
 	case HOW_VMSPLICE:
 		return write_vmsplice_run(w, agg, want);
 	case HOW_SENDFILE_BUF:
-		return write_sendfile_buf(w, slice_at(agg, 0), want);
+		return write_sendfile_buf(w, agg, want);
 	case HOW_FILE:
 	default:
 		return write_file_slice(w, agg, want);

@@ -671,6 +671,59 @@ static void test_borrowed_copied(void **state)
 	zc_channel_reclaim(0);
 }
 
+/* Parts of one buffer that arrive as separate (foreign) buffers -- a
+ * document cut into records with headers between -- are sent to a socket
+ * with one sendfile when they are adjacent again. */
+static void test_received_parts_one_sendfile(void **state)
+{
+	struct zc_io_stats before, after;
+	struct tu_reader r;
+	zc_channel *a, *b;
+	zc_agg *agg, *got, *tail, *mid;
+	zc_buf *doc, *hdr;
+	int wfd = -1, rfd = -1;
+
+	(void)state;
+	assert_int_equal(zc_channel_pair(&a, &b), 0);
+	doc = pattern_buf(NULL, 100 * KiB, 91, 0);
+	assert_int_equal(zc_buf_from_bytes(NULL, "hdr", 3, &hdr), 0);
+	assert_int_equal(zc_agg_create(&agg), 0);
+	assert_int_equal(zc_agg_append_buf(agg, doc, 0, 60 * KiB), 0);
+	assert_int_equal(zc_agg_append_buf(agg, hdr, 0, 3), 0);
+	assert_int_equal(zc_agg_append_buf(agg, doc, 60 * KiB, 40 * KiB), 0);
+	assert_int_equal(zc_channel_send(a, agg), 0);
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	assert_int_equal(zc_agg_nslices(got), 3);
+	/* Cut the header out: the two parts are adjacent again. */
+	assert_int_equal(zc_agg_split(got, 60 * KiB, &mid), 0);
+	assert_int_equal(zc_agg_split(mid, 3, &tail), 0);
+	assert_int_equal(zc_agg_concat(got, tail), 0);
+	assert_int_equal(zc_agg_nslices(got), 2);	/* two buffers */
+	assert_int_equal(tu_pair(TU_TCP, &wfd, &rfd), 0);
+	assert_int_equal(tu_reader_start(&r, rfd, 0), 0);
+	zc_io_stats(&before);
+	assert_int_equal(iol_write(wfd, got), (ssize_t)(100 * KiB));
+	zc_io_stats(&after);
+	assert_int_equal(after.calls - before.calls, 1);	/* one sendfile */
+	assert_int_equal(after.bytes_by_reference - before.bytes_by_reference,
+			 100 * KiB);
+	close(wfd);
+	tu_reader_join(&r);
+	close(rfd);
+	assert_int_equal(r.len, 100 * KiB);
+	assert_int_equal(tu_check(r.data, r.len, 91, 0), -1);
+	tu_reader_free(&r);
+	zc_agg_release(got);
+	zc_agg_release(mid);
+	zc_agg_release(tail);
+	zc_agg_release(agg);
+	zc_buf_release(doc);
+	zc_buf_release(hdr);
+	zc_channel_close(a);
+	zc_channel_close(b);
+	zc_channel_reclaim(0);
+}
+
 /* ------------------------------------------------------- across fork */
 
 #define FORK_MSGS 200
@@ -1179,6 +1232,7 @@ int main(void)
 		cmocka_unit_test(test_stream_socket),
 		cmocka_unit_test(test_open_nonblocking),
 		cmocka_unit_test(test_borrowed_copied),
+		cmocka_unit_test(test_received_parts_one_sendfile),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_peer_killed),
 		cmocka_unit_test(test_close_while_lent),
