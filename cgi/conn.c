@@ -93,16 +93,31 @@ struct zcf_conn *zcf_conn_get(int fd)
 
 /* FCGI_WEB_SERVER_ADDRS: the IPv4 addresses a TCP peer must have, comma
  * separated (libfcgi's variable; unset means anyone). */
+static char *addrs;
+static size_t pool_size = (size_t)1 << 30;
+
+/* The environment is read when the library loads: later, FCGI_Accept
+ * points environ at a request's parameters (which a client controls). */
+__attribute__((constructor)) static void env_init(void)
+{
+	const char *v = getenv("FCGI_WEB_SERVER_ADDRS");
+
+	addrs = v && *v ? strdup(v) : NULL;
+	v = getenv("ZCFCGI_POOL_MB");
+	if (v && atol(v) > 0)
+		pool_size = (size_t)atol(v) << 20;
+}
+
 static bool peer_allowed(int fd)
 {
-	const char *list = getenv("FCGI_WEB_SERVER_ADDRS");
+	const char *list;
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	char addr[INET6_ADDRSTRLEN];
 	const char *p;
 	size_t n;
 
-	if (!list || !*list)
+	if (!(list = addrs))
 		return true;
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
 		return false;
@@ -455,7 +470,6 @@ static pid_t out_pool_pid;
 /* The pool is reserved, not touched (untouched pages cost nothing), so it
  * can be large: buffers lent to zchttpd come back only when the client
  * has taken the response.  ZCFCGI_POOL_MB overrides the size. */
-#define ZCF_POOL_DEFAULT ((size_t)1 << 30)
 
 zc_pool *zcf_pool(void)
 {
@@ -464,13 +478,8 @@ zc_pool *zcf_pool(void)
 	pthread_mutex_lock(&pool_lock);
 	/* After fork a pool is the parent's (read-only here): make ours. */
 	if (!out_pool || out_pool_pid != getpid()) {
-		const char *e = getenv("ZCFCGI_POOL_MB");
-		size_t size = ZCF_POOL_DEFAULT;
-
-		if (e && atol(e) > 0)
-			size = (size_t)atol(e) << 20;
 		out_pool = NULL;
-		if (zc_pool_create(size, &out_pool) == 0)
+		if (zc_pool_create(pool_size, &out_pool) == 0)
 			out_pool_pid = getpid();
 	}
 	p = out_pool;

@@ -66,6 +66,8 @@ int FCGI_Accept(void)
 	}
 	if (cgi_mode)
 		return -1;
+	/* The previous request's environment goes away in FCGX_Accept. */
+	environ = orig_environ;
 	rc = FCGX_Accept(&in, &out, &err, &envp);
 	if (rc < 0) {
 		environ = orig_environ;

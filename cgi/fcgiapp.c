@@ -57,7 +57,7 @@ static void sigpipe_handler(int sig)
 	(void)sig;
 }
 
-static void sigusr1_handler(int sig)
+static void shutdown_handler(int sig)
 {
 	(void)sig;
 	FCGX_ShutdownPending();
@@ -65,8 +65,10 @@ static void sigusr1_handler(int sig)
 
 /* Our handlers go in only where the program kept the default: SIGPIPE
  * must not kill us when a server goes away (a handler, not SIG_IGN, so
- * that programs we exec get the default back), and SIGUSR1 asks for a
- * graceful end (no SA_RESTART: a blocked accept returns). */
+ * that programs we exec get the default back), and SIGUSR1 and SIGTERM
+ * ask for a graceful end, as with Debian's libfcgi: the request in hand
+ * is finished, then FCGX_Accept_r returns -1 (no SA_RESTART: a blocked
+ * accept returns at once). */
 static void install_handler(int sig, void (*fn)(int))
 {
 	struct sigaction sa, old;
@@ -82,7 +84,8 @@ static void install_handler(int sig, void (*fn)(int))
 static void lib_init(void)
 {
 	install_handler(SIGPIPE, sigpipe_handler);
-	install_handler(SIGUSR1, sigusr1_handler);
+	install_handler(SIGUSR1, shutdown_handler);
+	install_handler(SIGTERM, shutdown_handler);
 }
 
 int FCGX_Init(void)

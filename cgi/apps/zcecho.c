@@ -1,6 +1,8 @@
 /*
  * zcecho - the upload echo: reads the whole request body and answers
  * with its length and SHA-256, the request's CONTENT_TYPE and method.
+ * ?status=N sets the request's exit status (FCGI_SetExitStatus: the
+ * END_REQUEST's appStatus) and says so on stderr.
  * Written with libfcgi's stdio API (fcgi_stdio.h), so it also runs as a
  * plain CGI program (fd 0 not a listening socket: one request, then exit).
  *
@@ -31,6 +33,8 @@ int main(int argc, char **argv)
 		const char *ct = getenv("CONTENT_TYPE");
 		const char *method = getenv("REQUEST_METHOD");
 		const char *cl = getenv("CONTENT_LENGTH");
+		const char *qs = getenv("QUERY_STRING");
+		char st[16];
 		/* As CGI, stdin need not end with the body: read
 		 * CONTENT_LENGTH bytes; as FastCGI the stream ends. */
 		unsigned long long left = cl && *cl ? strtoull(cl, NULL, 10)
@@ -48,6 +52,10 @@ int main(int argc, char **argv)
 			sha256_update(&h, buf, n);
 			total += n;
 			left -= n;
+		}
+		if (app_query(qs, "status", st, sizeof(st)) > 0) {
+			FCGI_SetExitStatus(atoi(st));
+			fprintf(stderr, "zcecho: exit status %d\n", atoi(st));
 		}
 		sha256_final(&h, digest);
 		sha256_hex(digest, hex);
