@@ -586,12 +586,12 @@ static void test_malformed_zc(void **s) { (void)s; malformed(OURS_ZC); }
 static void management(enum mode m)
 {
 	static const uint8_t gv[] = {
-		14, 0, 'F', 'C', 'G', 'I', '_', 'M', 'A', 'X', '_', 'R', 'E',
+		13, 0, 'F', 'C', 'G', 'I', '_', 'M', 'A', 'X', '_', 'R', 'E',
 		'Q', 'S', 15, 0, 'F', 'C', 'G', 'I', '_', 'M', 'P', 'X', 'S',
 		'_', 'C', 'O', 'N', 'N', 'S',
 	};
 	static const uint8_t want[] = {
-		14, 1, 'F', 'C', 'G', 'I', '_', 'M', 'A', 'X', '_', 'R', 'E',
+		13, 1, 'F', 'C', 'G', 'I', '_', 'M', 'A', 'X', '_', 'R', 'E',
 		'Q', 'S', '1', 15, 1, 'F', 'C', 'G', 'I', '_', 'M', 'P', 'X',
 		'S', '_', 'C', 'O', 'N', 'N', 'S', '0',
 	};
