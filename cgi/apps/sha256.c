@@ -68,6 +68,8 @@ void sha256_update(struct sha256 *s, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
+	if (!len)
+		return;
 	s->len += len;
 	if (s->fill) {
 		size_t k = 64 - s->fill < len ? 64 - s->fill : len;
