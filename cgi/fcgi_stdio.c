@@ -321,28 +321,37 @@ char *FCGI_gets(char *str)
 	return str;
 }
 
-size_t FCGI_fread(void *ptr, size_t size, size_t nmemb, FCGI_FILE *fp)
+/* fread/fwrite on a FastCGI stream: items moved, in pieces of at most
+ * INT_MAX bytes (the FCGX calls take an int). */
+static size_t fcgx_items(void *ptr, size_t size, size_t nmemb,
+			 FCGX_Stream *s, bool writing)
 {
-	FILE *f = std_of(fp);
-	size_t want, got = 0;
+	size_t want, done = 0;
 
-	if (f)
-		return fread(ptr, size, nmemb, f);
-	if (!fp->fcgx_stream || size == 0 || nmemb == 0)
-		return 0;
-	if (nmemb > SIZE_MAX / size)
+	if (!s || size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size)
 		return 0;
 	want = size * nmemb;
-	while (got < want) {
-		size_t k = want - got > INT32_MAX ? INT32_MAX : want - got;
-		int n = FCGX_GetStr((char *)ptr + got, (int)k,
-				    fp->fcgx_stream);
+	while (done < want) {
+		int k = want - done > INT32_MAX ? INT32_MAX : (int)(want - done);
+		int n = writing ? FCGX_PutStr((char *)ptr + done, k, s)
+				: FCGX_GetStr((char *)ptr + done, k, s);
 
 		if (n <= 0)
 			break;
-		got += (size_t)n;
+		done += (size_t)n;
+		if (n < k)
+			break;
 	}
-	return got / size;
+	return done / size;
+}
+
+size_t FCGI_fread(void *ptr, size_t size, size_t nmemb, FCGI_FILE *fp)
+{
+	FILE *f = std_of(fp);
+
+	if (f)
+		return fread(ptr, size, nmemb, f);
+	return fcgx_items(ptr, size, nmemb, fp->fcgx_stream, false);
 }
 
 /* ---------------------------------------------------------------- output */
@@ -380,24 +389,10 @@ int FCGI_puts(const char *str)
 size_t FCGI_fwrite(void *ptr, size_t size, size_t nmemb, FCGI_FILE *fp)
 {
 	FILE *f = std_of(fp);
-	size_t want, done = 0;
 
 	if (f)
 		return fwrite(ptr, size, nmemb, f);
-	if (!fp->fcgx_stream || size == 0 || nmemb == 0)
-		return 0;
-	if (nmemb > SIZE_MAX / size)
-		return 0;
-	want = size * nmemb;
-	while (done < want) {
-		size_t k = want - done > INT32_MAX ? INT32_MAX : want - done;
-
-		if (FCGX_PutStr((char *)ptr + done, (int)k,
-				fp->fcgx_stream) != (int)k)
-			break;
-		done += k;
-	}
-	return done / size;
+	return fcgx_items(ptr, size, nmemb, fp->fcgx_stream, true);
 }
 
 int FCGI_vfprintf(FCGI_FILE *fp, const char *format, va_list ap)
@@ -417,23 +412,17 @@ int FCGI_vprintf(const char *format, va_list ap)
 
 int FCGI_fprintf(FCGI_FILE *fp, const char *format, ...)
 {
-	va_list ap;
 	int r;
 
-	va_start(ap, format);
-	r = FCGI_vfprintf(fp, format, ap);
-	va_end(ap);
+	ZCF_VARARGS(r, format, FCGI_vfprintf(fp, format, zcf_ap));
 	return r;
 }
 
 int FCGI_printf(const char *format, ...)
 {
-	va_list ap;
 	int r;
 
-	va_start(ap, format);
-	r = FCGI_vfprintf(FCGI_stdout, format, ap);
-	va_end(ap);
+	ZCF_VARARGS(r, format, FCGI_vfprintf(FCGI_stdout, format, zcf_ap));
 	return r;
 }
 

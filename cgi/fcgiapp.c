@@ -719,12 +719,9 @@ int FCGX_VFPrintF(FCGX_Stream *s, const char *format, va_list arg)
 
 int FCGX_FPrintF(FCGX_Stream *s, const char *format, ...)
 {
-	va_list ap;
 	int r;
 
-	va_start(ap, format);
-	r = FCGX_VFPrintF(s, format, ap);
-	va_end(ap);
+	ZCF_VARARGS(r, format, FCGX_VFPrintF(s, format, zcf_ap));
 	return r;
 }
 
@@ -947,11 +944,11 @@ static int build_env(struct Params *q, size_t len)
 	}
 	if (r < 0)
 		return r;
-	q->env = malloc((n + 1) * sizeof(char *));
-	q->envbuf = malloc(bytes ? bytes : 1);
-	if (!q->env || !q->envbuf)
+	/* The array and its strings in one allocation. */
+	q->env = malloc((n + 1) * sizeof(char *) + bytes);
+	if (!q->env)
 		return -ENOMEM;
-	w = q->envbuf;
+	w = (char *)(q->env + n + 1);
 	off = 0;
 	while (fcgi_nv_next(q->block, len, &off, &nv) == 1) {
 		q->env[i++] = w;
@@ -970,12 +967,10 @@ static void params_free(struct Params *q)
 {
 	if (!q)
 		return;
-	stream_free(q->in);
-	stream_free(q->out);
-	stream_free(q->err);
+	for (int i = 0; i < 3; i++)
+		stream_free((&q->in)[i]);
 	free(q->block);
 	free(q->env);
-	free(q->envbuf);
 	free(q);
 }
 

@@ -20,6 +20,7 @@
 #ifndef ZCF_INTERNAL_H
 #define ZCF_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,16 @@ struct zcf_conn {
 	zc_file **files;
 	unsigned nfiles;
 };
+
+/* r = call, where call is a v* function given zcf_ap, the arguments
+ * after `last`. */
+#define ZCF_VARARGS(r, last, call)                                             \
+	do {                                                                   \
+		va_list zcf_ap;                                                \
+		va_start(zcf_ap, last);                                        \
+		r = call;                                                      \
+		va_end(zcf_ap);                                                \
+	} while (0)
 
 /* conn.c ------------------------------------------------------------- */
 
@@ -176,8 +187,8 @@ struct zcf_stream {
 struct Params {
 	struct zcf_stream *in, *out, *err;
 	uint8_t *block;		/* the joined PARAMS */
-	char **env;		/* envp: NULL-terminated "NAME=VALUE" */
-	char *envbuf;
+	char **env;		/* envp: NULL-terminated "NAME=VALUE", the
+				 * strings in the same allocation */
 	bool in_done;		/* STDIN (or DATA) read to its end */
 	bool aborted;
 	bool ended;		/* END_REQUEST sent */

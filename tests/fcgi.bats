@@ -16,6 +16,15 @@ free_port() {
 
 PIDS=()
 
+wait_until() { # command...: true within 200 tries, 20 ms apart
+	local i
+	for i in $(seq 200); do
+		if "$@"; then return 0; fi
+		sleep 0.02
+	done
+	return 1
+}
+
 # start_app LIB NAME APP ARGS...: APP on $T/NAME.sock, on Debian's library
 # (LIB=deb) or ours (LIB=ours).
 start_app() {
@@ -30,11 +39,7 @@ start_app() {
 			2>>"$T/apps.err" &
 	fi
 	PIDS+=($!)
-	for _ in $(seq 200); do
-		[ -S "$T/$name.sock" ] && return 0
-		sleep 0.02
-	done
-	return 1
+	wait_until test -S "$T/$name.sock"
 }
 
 stop_apps() {
@@ -86,12 +91,8 @@ http {
 EOF
 	nginx -c "$T/nginx.conf" -p "$T/ngx" 2>>"$T/nginx.err" &
 	NGINX=$!
-	for _ in $(seq 200); do
-		curl -s -o /dev/null "http://127.0.0.1:$PORT/" && return 0
-		sleep 0.02
-	done
-	cat "$T/nginx.err"
-	return 1
+	wait_until curl -s -o /dev/null "http://127.0.0.1:$PORT/" ||
+		{ cat "$T/nginx.err"; return 1; }
 }
 
 stop_nginx() {
@@ -266,7 +267,7 @@ sys.exit(open(sys.argv[1], "rb").read() != want)' "$T/one" "$s"
 			fcgiwrap -s "unix:$T/fw.sock" 2>>"$T/apps.err" &
 		fi
 		PIDS+=($!)
-		for _ in $(seq 200); do [ -S "$T/fw.sock" ] && break; sleep 0.02; done
+		wait_until test -S "$T/fw.sock"
 		SCRIPT_FILENAME="$T/hello.cgi" REQUEST_METHOD=GET QUERY_STRING=world \
 			cgi-fcgi -bind -connect "$T/fw.sock" > "$T/$lib.fw"
 		stop_apps

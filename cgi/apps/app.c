@@ -39,6 +39,21 @@ int app_listen(int argc, char **argv)
 	return fd;
 }
 
+int app_serve(int argc, char **argv, void (*answer)(FCGX_Request *))
+{
+	FCGX_Request r;
+	int sock = app_listen(argc, argv);
+
+	if (sock < 0 || FCGX_Init())
+		return 1;
+	FCGX_InitRequest(&r, sock, 0);
+	while (FCGX_Accept_r(&r) >= 0) {
+		answer(&r);
+		FCGX_Finish_r(&r);
+	}
+	return 0;
+}
+
 static int hexval(int c)
 {
 	if (c >= '0' && c <= '9')

@@ -13,6 +13,11 @@
  * options are left to the caller: app_option() finds one by name.
  * Returns the socket, or -1 after printing why. */
 int app_listen(int argc, char **argv);
+#include <fcgiapp.h>
+
+/* Listen (app_listen) and answer every request with answer() until
+ * FCGX_Accept_r fails (SIGTERM ends it gracefully): main's result. */
+int app_serve(int argc, char **argv, void (*answer)(FCGX_Request *));
 /* The value of --NAME VALUE (or --NAME=VALUE) in argv, or NULL. */
 const char *app_option(int argc, char **argv, const char *name);
 

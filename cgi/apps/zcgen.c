@@ -119,17 +119,7 @@ static void answer(FCGX_Request *r)
 int main(int argc, char **argv)
 {
 	const char *mb = app_option(argc, argv, "cache-mb");
-	FCGX_Request r;
-	int sock;
-
 	if (mb)
 		cache_max = (size_t)strtoull(mb, NULL, 10) << 20;
-	if ((sock = app_listen(argc, argv)) < 0 || FCGX_Init())
-		return 1;
-	FCGX_InitRequest(&r, sock, 0);
-	while (FCGX_Accept_r(&r) >= 0) {
-		answer(&r);
-		FCGX_Finish_r(&r);
-	}
-	return 0;
+	return app_serve(argc, argv, answer);
 }

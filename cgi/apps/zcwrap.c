@@ -101,9 +101,6 @@ static void answer(FCGX_Request *r)
 int main(int argc, char **argv)
 {
 	const char *root = app_option(argc, argv, "root");
-	FCGX_Request r;
-	int sock;
-
 	if (!root) {
 		fprintf(stderr, "usage: %s --root DIR [--listen ADDR]\n",
 			argv[0]);
@@ -114,12 +111,5 @@ int main(int argc, char **argv)
 		perror(root);
 		return 1;
 	}
-	if ((sock = app_listen(argc, argv)) < 0 || FCGX_Init())
-		return 1;
-	FCGX_InitRequest(&r, sock, 0);
-	while (FCGX_Accept_r(&r) >= 0) {
-		answer(&r);
-		FCGX_Finish_r(&r);
-	}
-	return 0;
+	return app_serve(argc, argv, answer);
 }

@@ -135,6 +135,15 @@ static void ask(struct app *a, const char *const *env, const void *body,
 static void echo_expect(const struct fcl_resp *r, const uint8_t *body,
 			size_t len, const char *ct, const char *method);
 
+/* cmocka cases running fn on our library on both transports (and on
+ * Debian's, which has only the standard one). */
+#define ON_OURS(fn)                                                            \
+	static void fn##_std(void **s) { (void)s; fn(OURS_STD); }              \
+	static void fn##_zc(void **s) { (void)s; fn(OURS_ZC); }
+#define ON_ALL(fn)                                                             \
+	ON_OURS(fn)                                                            \
+	static void fn##_deb(void **s) { (void)s; fn(DEB_STD); }
+
 /* ------------------------------------------------------------- zcgen */
 
 static const char pattern[] = "abcdefghijklmnopqrstuvwxyz0123456789\n";
@@ -182,15 +191,14 @@ static void gen_sizes(enum mode m, struct fcl_vec *all)
 	app_stop(&a);
 }
 
-/* Byte-exact bodies at the record boundaries, and the same bytes from the
- * same binary on every library and transport. */
-static void test_gen_identical(void **state)
+/* run() on every library and transport collects bytes that must be the
+ * same on all. */
+static void same_everywhere(void (*run)(enum mode, struct fcl_vec *))
 {
 	struct fcl_vec v[3] = { 0 };
 
-	(void)state;
 	for (int m = DEB_STD; m <= OURS_ZC; m++)
-		gen_sizes((enum mode)m, &v[m]);
+		run((enum mode)m, &v[m]);
 	for (int m = OURS_STD; m <= OURS_ZC; m++) {
 		assert_int_equal(v[m].len, v[DEB_STD].len);
 		if (memcmp(v[m].p, v[DEB_STD].p, v[m].len))
@@ -199,6 +207,14 @@ static void test_gen_identical(void **state)
 	}
 	for (int m = 0; m < 3; m++)
 		fcl_vec_free(&v[m]);
+}
+
+/* Byte-exact bodies at the record boundaries, and the same bytes from the
+ * same binary on every library and transport. */
+static void test_gen_identical(void **state)
+{
+	(void)state;
+	same_everywhere(gen_sizes);
 }
 
 /* The zero-copy transport: a cached document is one published buffer,
@@ -241,7 +257,7 @@ static void test_gen_cached_by_reference(void **state)
 /* Many requests on one connection (FCGI_KEEP_CONN): bodies of every size
  * through zcecho, and (ours: Debian's libfcgi closes a connection whose
  * request left input unread) zcgen's documents. */
-static void keep_conn(enum mode m)
+static void test_keep_conn(enum mode m)
 {
 	const char *env[] = { "REQUEST_METHOD=PUT", "CONTENT_TYPE=k/c", NULL };
 	uint8_t *body = malloc((size_t)1 << 20);
@@ -282,10 +298,8 @@ static void keep_conn(enum mode m)
 	fcl_close(&c);
 	app_stop(&a);
 }
+ON_ALL(test_keep_conn)
 
-static void test_keep_conn_deb(void **s) { (void)s; keep_conn(DEB_STD); }
-static void test_keep_conn_std(void **s) { (void)s; keep_conn(OURS_STD); }
-static void test_keep_conn_zc(void **s) { (void)s; keep_conn(OURS_ZC); }
 
 /* ------------------------------------------------------------ zcwrap */
 
@@ -343,17 +357,8 @@ static void wrap(enum mode m, struct fcl_vec *all)
 
 static void test_wrap_identical(void **state)
 {
-	struct fcl_vec v[3] = { 0 };
-
 	(void)state;
-	for (int m = DEB_STD; m <= OURS_ZC; m++)
-		wrap((enum mode)m, &v[m]);
-	for (int m = OURS_STD; m <= OURS_ZC; m++) {
-		assert_int_equal(v[m].len, v[DEB_STD].len);
-		assert_memory_equal(v[m].p, v[DEB_STD].p, v[m].len);
-	}
-	for (int m = 0; m < 3; m++)
-		fcl_vec_free(&v[m]);
+	same_everywhere(wrap);
 }
 
 /* ------------------------------------------------------------ zcecho */
@@ -392,7 +397,7 @@ static uint8_t *make_body(size_t len)
 }
 
 /* Request bodies of every edge size and a 100 MiB one, streamed. */
-static void echo_upload(enum mode m)
+static void test_upload(enum mode m)
 {
 	static const size_t lens[] = { 0, 1, 16383, 16384, 16385, 65534,
 				       65535, 65536, 1 << 20, 100 << 20 };
@@ -412,13 +417,11 @@ static void echo_upload(enum mode m)
 	app_stop(&a);
 	free(body);
 }
+ON_ALL(test_upload)
 
-static void test_upload_deb(void **s) { (void)s; echo_upload(DEB_STD); }
-static void test_upload_std(void **s) { (void)s; echo_upload(OURS_STD); }
-static void test_upload_zc(void **s) { (void)s; echo_upload(OURS_ZC); }
 
 /* FCGI_SetExitStatus is END_REQUEST's appStatus; stderr is STDERR. */
-static void exit_status(enum mode m)
+static void test_status(enum mode m)
 {
 	const char *env[] = { "REQUEST_METHOD=GET", "QUERY_STRING=status=7",
 			      NULL };
@@ -434,10 +437,8 @@ static void exit_status(enum mode m)
 	fcl_resp_free(&r);
 	app_stop(&a);
 }
+ON_ALL(test_status)
 
-static void test_status_deb(void **s) { (void)s; exit_status(DEB_STD); }
-static void test_status_std(void **s) { (void)s; exit_status(OURS_STD); }
-static void test_status_zc(void **s) { (void)s; exit_status(OURS_ZC); }
 
 /* ------------------------------------------------- protocol behaviour */
 
@@ -459,7 +460,7 @@ static void still_serving(struct app *a)
 /* ABORT_REQUEST in the middle of the body: the app's input ends, its
  * output is dropped, END_REQUEST comes, and the kept connection serves the
  * next request. */
-static void abort_request(enum mode m)
+static void test_abort(enum mode m)
 {
 	uint8_t body[70000];
 	struct fcl_vec v = { 0 };
@@ -497,13 +498,12 @@ static void abort_request(enum mode m)
 	still_serving(&a);
 	app_stop(&a);
 }
+ON_OURS(test_abort)
 
-static void test_abort_std(void **s) { (void)s; abort_request(OURS_STD); }
-static void test_abort_zc(void **s) { (void)s; abort_request(OURS_ZC); }
 
 /* The server dies in the middle of a request (in PARAMS, in the body,
  * before reading the answer): the app survives and takes the next. */
-static void peer_dies(enum mode m)
+static void test_peer_dies(enum mode m)
 {
 	uint8_t body[200000];
 	struct app a;
@@ -533,13 +533,12 @@ static void peer_dies(enum mode m)
 	}
 	app_stop(&a);
 }
+ON_OURS(test_peer_dies)
 
-static void test_peer_dies_std(void **s) { (void)s; peer_dies(OURS_STD); }
-static void test_peer_dies_zc(void **s) { (void)s; peer_dies(OURS_ZC); }
 
 /* Bytes that break the protocol: the connection is dropped, the app
  * serves the next one. */
-static void malformed(enum mode m)
+static void test_malformed(enum mode m)
 {
 	struct app a;
 
@@ -577,13 +576,12 @@ static void malformed(enum mode m)
 	}
 	app_stop(&a);
 }
+ON_OURS(test_malformed)
 
-static void test_malformed_std(void **s) { (void)s; malformed(OURS_STD); }
-static void test_malformed_zc(void **s) { (void)s; malformed(OURS_ZC); }
 
 /* GET_VALUES, an unknown management type, an unknown role, and a second
  * request on a busy connection. */
-static void management(enum mode m)
+static void test_mgmt(enum mode m)
 {
 	static const uint8_t gv[] = {
 		13, 0, 'F', 'C', 'G', 'I', '_', 'M', 'A', 'X', '_', 'R', 'E',
@@ -649,9 +647,8 @@ static void management(enum mode m)
 	fcl_close(&c);
 	app_stop(&a);
 }
+ON_OURS(test_mgmt)
 
-static void test_mgmt_std(void **s) { (void)s; management(OURS_STD); }
-static void test_mgmt_zc(void **s) { (void)s; management(OURS_ZC); }
 
 /* Transport detection peeks at the first byte of the connection: a peek
  * must leave the descriptors a message carries (the channel handshake's
