@@ -58,6 +58,7 @@
 
 struct fcgi_req {
 	struct fcgi_client cl;		/* first: callbacks find us by it */
+	struct ev_timer qtimer;		/* waiting in the backend's queue */
 	struct zh_request *r;		/* NULL: the client went away */
 	struct zh_worker *w;
 	const struct zh_fcgi_route *rt;
@@ -88,6 +89,32 @@ struct fcgi_req {
 };
 
 static const struct zh_handler fastcgi_handler;
+static void finish(struct fcgi_req *f, int err);
+
+/* No link came within --fastcgi-timeout (every connection busy with
+ * slow requests): 504, as for a backend that does not answer. */
+static void on_queue_timeout(struct ev_loop *loop, struct ev_timer *t)
+{
+	struct fcgi_req *f = (struct fcgi_req *)((char *)t -
+					offsetof(struct fcgi_req, qtimer));
+
+	(void)loop;
+	fcgi_link_cancel(f->w, f->rt, &f->cl);
+	fprintf(stderr, "zchttpd: fastcgi %s: no connection free within "
+		"the timeout\n", f->rt->spec);
+	finish(f, 504);
+}
+
+/* Ask for a link; the queue wait (if any) is bounded. */
+static int acquire(struct fcgi_req *f)
+{
+	int err = fcgi_link_acquire(f->w, f->rt, &f->cl);
+
+	if (!err && f->cl.queued)
+		ev_timer_arm(f->w->loop, &f->w->t_fcgi, &f->qtimer,
+			     on_queue_timeout);
+	return err;
+}
 
 /* ------------------------------------------------------------ routes */
 
@@ -137,6 +164,7 @@ const struct zh_fcgi_route *fastcgi_route(const struct zh_worker *w,
 
 static void req_free(struct fcgi_req *f)
 {
+	ev_timer_disarm(&f->qtimer);
 	if (f->spill_fd >= 0)
 		close(f->spill_fd);
 	zc_agg_release(f->body);
@@ -456,7 +484,7 @@ static void on_input(struct zh_request *r)
 	    fcgi_link_queued(f->link) >= TX_HIGH_WATER)
 		request_want_input(r, false);
 	if (!err && !f->link && f->chunked_in && f->body_read)
-		err = fcgi_link_acquire(f->w, f->rt, &f->cl);
+		err = acquire(f);
 	if (!err)
 		return;
 fail:
@@ -659,6 +687,7 @@ static void cl_attached(struct fcgi_client *cl, struct fcgi_link *l)
 	struct fcgi_req *f = of_client(cl);
 	int err;
 
+	ev_timer_disarm(&f->qtimer);
 	f->link = l;
 	err = push(f);
 	if (!err)
@@ -787,9 +816,9 @@ int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *rt)
 	if (f->chunked_in) {
 		err = pull_body(f);	/* the link when it is all here */
 		if (!err && f->body_read)
-			err = fcgi_link_acquire(f->w, rt, &f->cl);
+			err = acquire(f);
 	} else {
-		err = fcgi_link_acquire(f->w, rt, &f->cl);
+		err = acquire(f);
 	}
 	if (err) {
 		/* The handler still owns r: answer the error through it. */

@@ -471,20 +471,55 @@ static int link_read(struct fcgi_link *l)
 	return 0;
 }
 
+/*
+ * Channel messages carry at most MSG_SLICES slices: a message must fit the
+ * channel's descriptor ring (256 slots), and a large request body framed as
+ * records is thousands of slices (a header and a part per 64 KiB).  Records
+ * need not align with messages: the receiver joins them.
+ */
+#define MSG_SLICES 96
+
+static int write_channel(struct fcgi_link *l)
+{
+	while (zc_agg_len(l->tx)) {
+		zc_agg *rest = NULL;
+		size_t bytes = 0;
+		struct zc_slice s;
+		int err = 0;
+
+		for (size_t i = 0; i < MSG_SLICES &&
+				   !zc_agg_slice(l->tx, i, &s); i++)
+			bytes += s.len;
+		if (bytes < zc_agg_len(l->tx))
+			err = zc_agg_split(l->tx, bytes, &rest);
+		if (!err)
+			err = zc_channel_send(l->ch, l->tx);
+		if (!err) {
+			zc_agg_release(l->tx);
+			l->tx = rest;
+			if (!l->tx && (err = zc_agg_create(&l->tx)))
+				return err;
+			continue;
+		}
+		if (rest) {	/* not sent: whole again */
+			int e2 = zc_agg_concat(l->tx, rest);
+
+			zc_agg_release(rest);
+			if (e2)
+				return e2;
+		}
+		return err == -EAGAIN ? 0 : err;	/* room rings the bell */
+	}
+	return 0;
+}
+
 /* Send what is queued.  0 (sent or waiting for room) or a negative errno. */
 static int link_write(struct fcgi_link *l)
 {
 	if (!zc_agg_len(l->tx))
 		return 0;
-	if (l->ch) {
-		int err = zc_channel_send(l->ch, l->tx);
-
-		if (err == -EAGAIN)
-			return 0;	/* room rings the channel's bell */
-		if (err)
-			return err;
-		return zc_agg_truncate(l->tx, 0);
-	}
+	if (l->ch)
+		return write_channel(l);
 	while (zc_agg_len(l->tx)) {
 		ssize_t n = iol_write_sink(&l->sink, l->tx);
 
@@ -701,11 +736,26 @@ void fcgi_link_release(struct fcgi_link *l, bool reusable)
 void fcgi_link_abort(struct fcgi_link *l)
 {
 	uint8_t rec[FCGI_HEADER_LEN];
-	zc_agg *a;
+	struct fcgi_header h;
+	zc_agg *a, *content;
+	int r;
 
 	l->cl = NULL;
+	l->held = false;	/* the records are ours to drop now */
+	l->state = L_DRAINING;
+	/* What already arrived may end the request: then the application
+	 * is done with it and hears nothing (a late ABORT_REQUEST could hit
+	 * its next request, which has the same id). */
+	while ((r = take_record(l, &h, &content)) == 1) {
+		zc_agg_release(content);
+		if (h.type == FCGI_END_REQUEST && expected(&h)) {
+			l->served++;
+			fcgi_link_release(l, true);
+			return;
+		}
+	}
 	fcgi_header_encode(rec, FCGI_ABORT_REQUEST, REQUEST_ID, 0, 0);
-	if (l->eof || zc_agg_create(&a)) {
+	if (r < 0 || l->eof || zc_agg_create(&a)) {
 		link_close(l);
 		return;
 	}
@@ -716,9 +766,16 @@ void fcgi_link_abort(struct fcgi_link *l)
 		link_close(l);
 		return;
 	}
-	l->state = L_DRAINING;
-	fcgi_link_send(l, a);
+	if (fcgi_link_send(l, a)) {
+		zc_agg_release(a);
+		link_close(l);
+		return;
+	}
 	zc_agg_release(a);
+	/* Drain until END_REQUEST, bounded by --fastcgi-timeout; records
+	 * already here first. */
+	link_arm(l, false);
+	link_post(l);
 }
 
 unsigned long fcgi_link_served(const struct fcgi_link *l)
