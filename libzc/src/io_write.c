@@ -232,6 +232,14 @@ static int unix_room(const struct wstate *w)
 	return 0;	/* writable, or an error the sendfile will report */
 }
 
+/* Does n continue p's bytes in the same pool memfd (one sendfile)? */
+static bool continues(const struct wstate *w, const struct zc_slice_int *p,
+		      const struct zc_slice_int *n)
+{
+	return how_for(w, n) == HOW_SENDFILE_BUF && n->buf->pool == p->buf->pool &&
+	       n->buf->off + n->off == p->buf->off + p->off + p->len;
+}
+
 /*
  * One sendfile from a pool's memfd: the first slice, and the slices after
  * it that continue its bytes in the same memfd.  Those are parts of one
@@ -256,9 +264,7 @@ static ssize_t write_sendfile_buf(const struct wstate *w, zc_agg *agg,
 	for (size_t i = 1; i < agg->n && s->len <= ZC_CALL_MAX; i++) {
 		struct zc_slice_int *n = slice_at(agg, i);
 
-		if (how_for(w, n) != HOW_SENDFILE_BUF ||
-		    n->buf->pool != buf->pool ||
-		    (off_t)(n->buf->off + n->off) != off + (off_t)len ||
+		if (!continues(w, slice_at(agg, i - 1), n) ||
 		    n->len > ZC_CALL_MAX - len)
 			break;
 		zc_buf_mark_kref(n->buf);
@@ -441,7 +447,10 @@ static bool cork_begin(const struct wstate *w, zc_agg *agg)
 	for (size_t i = 0; i + 1 < agg->n && !needed; i++) {
 		enum how how = how_for(w, slice_at(agg, i));
 
-		needed = how == HOW_SENDFILE_BUF || how == HOW_FILE;
+		/* A memfd range the same sendfile continues is no "more". */
+		needed = how == HOW_FILE ||
+			 (how == HOW_SENDFILE_BUF &&
+			  !continues(w, slice_at(agg, i), slice_at(agg, i + 1)));
 	}
 	if (!needed)
 		return false;
