@@ -188,7 +188,8 @@ oom:
 	return -1;
 }
 
-bool fcgi_spawn_reaped(struct fcgi_spawner *sw, pid_t pid, int status)
+bool fcgi_spawn_reaped(struct fcgi_spawner *sw, pid_t pid, int status,
+		       bool stopping)
 {
 	uint64_t now = now_ms();
 
@@ -201,6 +202,10 @@ bool fcgi_spawn_reaped(struct fcgi_spawner *sw, pid_t pid, int status)
 			if (p->pid != pid)
 				continue;
 			p->pid = 0;
+			if (stopping) {
+				p->restart_at_ms = UINT64_MAX;
+				return true;
+			}
 			if (now - p->started_ms >= HEALTHY_MS)
 				s->backoff_ms = BACKOFF_MIN_MS;
 			fprintf(stderr, "zchttpd: fastcgi %s: pid %d %s %d; "

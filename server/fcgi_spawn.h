@@ -20,9 +20,11 @@ struct fcgi_spawner;
  */
 int fcgi_spawn_start(struct zh_config *cfg, uid_t uid, gid_t gid,
 		     struct fcgi_spawner **out);
-/* A child was reaped: true if it was one of ours (its restart is then
- * scheduled, sooner or later depending on how long it lived). */
-bool fcgi_spawn_reaped(struct fcgi_spawner *s, pid_t pid, int status);
+/* A child was reaped: true if it was one of ours (unless the server is
+ * stopping, its restart is then scheduled, sooner or later depending on
+ * how long it lived). */
+bool fcgi_spawn_reaped(struct fcgi_spawner *s, pid_t pid, int status,
+		       bool stopping);
 /* Start the restarts that are due.  Returns the milliseconds until the
  * next one, or -1 if none is pending. */
 long fcgi_spawn_tick(struct fcgi_spawner *s);

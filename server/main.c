@@ -249,11 +249,8 @@ static void reap(struct master *m)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (fcgi_spawn_reaped(m->spawner, pid, status)) {
-			if (!m->stopping)
-				fcgi_spawn_tick(m->spawner);
+		if (fcgi_spawn_reaped(m->spawner, pid, status, m->stopping))
 			continue;
-		}
 		stats_retire(m->stats, pid);
 		if (forget_old(m, pid))
 			continue;
