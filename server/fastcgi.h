@@ -43,6 +43,11 @@ struct zh_fcgi_route {
 	socklen_t addr_len;
 	unsigned spawn;			/* processes to start, 0: none */
 	char **argv;			/* their program and arguments */
+	/* Spawned: worker w connects to worker_addr[w] only, where
+	 * per_worker processes accept (fcgi_spawn.c says why). */
+	const struct sockaddr_storage *worker_addr;
+	socklen_t worker_addr_len;
+	unsigned per_worker;
 };
 
 struct zh_worker;

@@ -54,6 +54,8 @@ struct fcgi_upstream {
 	struct zh_worker *w;
 	struct fcgi_link *idle;		/* most recently used first */
 	unsigned nlinks;		/* every link, whatever its state */
+	unsigned max_links;		/* --fastcgi-conns, or fewer: as many
+					 * as spawned processes serve us */
 	struct fcgi_client *qhead, *qtail;
 	unsigned nqueued;
 };
@@ -134,7 +136,7 @@ static void link_arm(struct fcgi_link *l, bool idle)
 {
 	struct zh_worker *w = l->up->w;
 
-	ev_timer_arm(w->loop, idle ? &w->t_idle : &w->t_fcgi, &l->timer,
+	ev_timer_arm(w->loop, idle ? &w->t_fcgi_idle : &w->t_fcgi, &l->timer,
 		     on_link_timeout);
 }
 
@@ -154,8 +156,8 @@ static void link_destroy(struct fcgi_link *l, int status)
 	struct fcgi_link *fresh;
 
 	link_free(l);
-	if (was_connected && up->qhead &&
-	    up->nlinks < up->w->cfg->fcgi_conns && link_open(up, &fresh) == 0)
+	if (was_connected && up->qhead && up->nlinks < up->max_links &&
+	    link_open(up, &fresh) == 0)
 		return;
 	fail_queue(up, status);
 }
@@ -264,7 +266,14 @@ static int link_open(struct fcgi_upstream *up, struct fcgi_link **out)
 		err = -ENOMEM;
 		goto fail_alloc;
 	}
-	fd = socket(rt->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	const struct sockaddr_storage *addr = &rt->addr;
+	socklen_t alen = rt->addr_len;
+
+	if (rt->worker_addr) {	/* spawned: this worker's own processes */
+		addr = &rt->worker_addr[up->w->index];
+		alen = rt->worker_addr_len;
+	}
+	fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 		    SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		err = -errno;
@@ -273,7 +282,7 @@ static int link_open(struct fcgi_upstream *up, struct fcgi_link **out)
 	l->up = up;
 	l->fd = fd;
 	l->state = L_CONNECTING;
-	if (connect(fd, (const struct sockaddr *)&rt->addr, rt->addr_len) &&
+	if (connect(fd, (const struct sockaddr *)addr, alen) &&
 	    errno != EINPROGRESS) {
 		/* ECONNREFUSED, ENOENT; a UNIX socket whose backlog is full
 		 * says EAGAIN: the backend is overloaded, the same 502. */
@@ -627,7 +636,7 @@ int fcgi_link_acquire(struct zh_worker *w, const struct zh_fcgi_route *rt,
 	}
 	if (up->nqueued >= w->cfg->fcgi_queue)
 		return 503;
-	if (up->nlinks < w->cfg->fcgi_conns) {
+	if (up->nlinks < up->max_links) {
 		int err = link_open(up, &l);
 
 		if (err) {
@@ -793,8 +802,13 @@ int fcgi_upstreams_init(struct zh_worker *w)
 	if (!w->upstreams)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
-		w->upstreams[i].route = &w->cfg->fcgi[i];
+		const struct zh_fcgi_route *rt = &w->cfg->fcgi[i];
+
+		w->upstreams[i].route = rt;
 		w->upstreams[i].w = w;
+		w->upstreams[i].max_links = w->cfg->fcgi_conns;
+		if (rt->worker_addr && rt->per_worker < w->cfg->fcgi_conns)
+			w->upstreams[i].max_links = rt->per_worker;
 	}
 	return 0;
 }

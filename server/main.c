@@ -344,7 +344,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* After --user: the applications run as the workers do. */
-	if (fcgi_spawn_start(&m.opt.cfg, (uid_t)-1, (gid_t)-1, &m.spawner)) {
+	if (fcgi_spawn_start(&m.opt.cfg, (unsigned)m.nworkers, &m.spawner)) {
 		fcgi_spawn_stop(m.spawner);
 		return 1;
 	}

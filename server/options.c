@@ -54,6 +54,8 @@ void options_usage(FILE *f)
 "                             (default 60000; else 504)\n"
 "  --fastcgi-conns N          connections per backend per worker (default 16)\n"
 "  --fastcgi-queue N          requests waiting for one (default 1024; then 503)\n"
+"  --fastcgi-idle MS          close a backend connection unused this long\n"
+"                             (default 2000; it holds an app process meanwhile)\n"
 "  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
 "  --user NAME                drop privileges to NAME after binding\n"
 "  --help, --version\n");
@@ -78,6 +80,7 @@ void options_defaults(struct options *o)
 	o->cfg.fcgi_timeout_ms = 60000;
 	o->cfg.fcgi_conns = 16;
 	o->cfg.fcgi_queue = 1024;
+	o->cfg.fcgi_idle_ms = 2000;
 }
 
 static int parse_uint(const char *v, unsigned long max, unsigned long *out)
@@ -382,6 +385,8 @@ static int apply(struct options *o, const char *name, const char *val,
 		NUM_NONZERO(fcgi_conns, 4096);
 	} else if (!strcmp(name, "fastcgi-queue")) {
 		NUM(fcgi_queue, 1000000);
+	} else if (!strcmp(name, "fastcgi-idle")) {
+		NUM(fcgi_idle_ms, 3600000);
 	} else if (!strcmp(name, "user")) {
 		NEED_VAL();
 		o->user = keep(o, val);

@@ -263,11 +263,11 @@ EOF
 	done
 	[ "$(pgrep -f "^$PROBE" | wc -l)" -eq 2 ]
 	[ "$(curl -s "$URL/probe?size=3")" = '012' ]
-	sock=$(sed -n 's/^zchttpd: fastcgi .*: 2 processes on //p' "$BATS_TEST_TMPDIR/server.err")
-	[ -S "$sock" ]
+	dir=$(sed -n 's|^zchttpd: fastcgi .*: 2 processes on \(.*\)/[0-9]*-\*\.sock.*|\1|p' "$BATS_TEST_TMPDIR/server.err")
+	[ "$(ls "$dir"/*.sock | wc -l)" -eq 2 ]		# one per worker
 	stop_server
 	! pgrep -f "^$PROBE"
-	[ ! -e "$sock" ] && [ ! -e "$(dirname "$sock")" ]	# cleaned up
+	[ ! -e "$dir" ]		# cleaned up
 }
 
 @test "an application started on its own, on a UNIX socket and on TCP" {
