@@ -415,6 +415,15 @@ static void complete(struct zh_conn *c, int err)
 	struct zh_worker *w = c->w;
 	struct zh_request *r = &c->req;
 
+	if (!r->body_read && ((r->http.flags & HTTP_F_CHUNKED) ||
+			      ((r->http.flags & HTTP_F_CONTENT_LENGTH) &&
+			       r->http.content_length))) {
+		/* The rest of the body is on its way and cannot be told
+		 * from a next request: close, reading it meanwhile so that
+		 * our close does not reset the response away. */
+		r->keep_alive = false;
+		c->linger = true;
+	}
 	if (err > 0 && conn_queued_end(c) != c->req_start)
 		err = ZH_TRUNCATED;	/* too late for an error page */
 	if (err == ZH_TRUNCATED) {
@@ -443,15 +452,6 @@ static void complete(struct zh_conn *c, int err)
 		cache_put(w->cache, r->entry);	/* the request's reference */
 		r->entry = NULL;
 	}
-	if (!r->body_read && ((r->http.flags & HTTP_F_CHUNKED) ||
-			      ((r->http.flags & HTTP_F_CONTENT_LENGTH) &&
-			       r->http.content_length))) {
-		/* The rest of the body is on its way and cannot be told
-		 * from a next request: close, reading it meanwhile so that
-		 * our close does not reset the response away. */
-		r->keep_alive = false;
-		c->linger = true;
-	}
 	count_status(w, r->status);
 	access_log_request(w->log, &c->peer, &r->http, r->status,
 			   conn_queued_end(c) - c->req_start);
@@ -466,14 +466,20 @@ static int route(struct zh_conn *c, struct zh_request *r)
 	const struct http_request *req = &r->http;
 	bool get = req->method == HTTP_M_GET || req->method == HTTP_M_HEAD;
 	int bad_method = req->method == HTTP_M_OTHER ? 501 : 405;
+	bool has_body = (req->flags & HTTP_F_CHUNKED) ||
+			((req->flags & HTTP_F_CONTENT_LENGTH) &&
+			 req->content_length);
 	const struct zh_fcgi_route *rt = NULL;
 	enum uri_error ue;
 
 	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
 	    req->content_length > w->cfg->max_body_bytes)
 		return 413;	/* refused before anything else about it */
-	if (status_matches(w, req))
+	if (status_matches(w, req)) {
+		if (has_body)
+			r->keep_alive = false;	/* as below */
 		return get ? status_serve(r) : bad_method;
+	}
 	/* One normalization per request (uri.h), kept in the worker's
 	 * scratch; a request that waits takes a copy (request_wait). */
 	w->uri[0] = '/';
@@ -491,8 +497,10 @@ static int route(struct zh_conn *c, struct zh_request *r)
 	if (rt)
 		return fastcgi_serve(r, rt);
 	/* A request body would have to be read and thrown away: the static
-	 * server takes none, so it answers and closes (complete() sees to
-	 * it: body_read stays false). */
+	 * server takes none, so it answers and closes (its head must say so;
+	 * complete() lingers: body_read stays false). */
+	if (has_body)
+		r->keep_alive = false;
 	if (!get)
 		return bad_method;
 	return static_serve(r);
