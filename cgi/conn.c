@@ -465,23 +465,34 @@ void zcf_conn_copy_buffered(struct zcf_conn *c, size_t off, void *dst,
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static zc_pool *out_pool;
-static pid_t out_pool_pid;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
 /* The pool is reserved, not touched (untouched pages cost nothing), so it
  * can be large: buffers lent to zchttpd come back only when the client
  * has taken the response.  ZCFCGI_POOL_MB overrides the size. */
 
+/* After fork the pool is the parent's (read-only here): the child makes
+ * its own on first use.  An atfork handler rather than a getpid() per
+ * call (this is on every response's path). */
+static void pool_fork_child(void)
+{
+	pthread_mutex_init(&pool_lock, NULL);
+	out_pool = NULL;
+}
+
+static void pool_once_init(void)
+{
+	pthread_atfork(NULL, NULL, pool_fork_child);
+}
+
 zc_pool *zcf_pool(void)
 {
 	zc_pool *p;
 
+	pthread_once(&pool_once, pool_once_init);
 	pthread_mutex_lock(&pool_lock);
-	/* After fork a pool is the parent's (read-only here): make ours. */
-	if (!out_pool || out_pool_pid != getpid()) {
+	if (!out_pool && zc_pool_create(pool_size, &out_pool))
 		out_pool = NULL;
-		if (zc_pool_create(pool_size, &out_pool) == 0)
-			out_pool_pid = getpid();
-	}
 	p = out_pool;
 	pthread_mutex_unlock(&pool_lock);
 	return p;
@@ -490,8 +501,7 @@ zc_pool *zcf_pool(void)
 __attribute__((destructor)) static void pool_fini(void)
 {
 	/* Buffers still lent keep the memory until they come back. */
-	if (out_pool && out_pool_pid == getpid())
-		zc_pool_destroy(out_pool);
+	zc_pool_destroy(out_pool);
 	out_pool = NULL;
 }
 
