@@ -10,11 +10,15 @@
  * refuses anything that climbs above the root; then the kernel resolves the
  * name with openat2(RESOLVE_BENEATH), which also refuses symlinks (and
  * "magic" /proc links) that lead outside the root, without a check-then-use
- * race.  --follow-symlinks-outside turns the second check off.
+ * race.  Without openat2 (ENOSYS) the path is walked a component at a
+ * time with O_NOFOLLOW, which refuses every symlink.
+ * --follow-symlinks-outside turns the second check off.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,19 +59,81 @@ static int status_for_errno(int err)
 	}
 }
 
+#define OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+
+/*
+ * Where openat2 is missing (kernels before 5.6, seccomp filters that do not
+ * know it, valgrind), walk the normalized path one component at a time with
+ * O_NOFOLLOW: no symlink is followed at all, which is stricter than
+ * RESOLVE_BENEATH (a link inside the root is refused too) but never looser.
+ */
+static int open_nofollow_walk(int dirfd, const char *rel)
+{
+	char comp[NAME_MAX + 1];
+	int dfd = dirfd, fd;
+
+	for (;;) {
+		const char *slash = strchr(rel, '/');
+		size_t n = slash ? (size_t)(slash - rel) : strlen(rel);
+
+		if (n > NAME_MAX) {
+			fd = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(comp, rel, n);
+		comp[n] = '\0';
+		if (!slash) {
+			fd = openat(dfd, comp, OPEN_FLAGS | O_NOFOLLOW);
+			fd = fd < 0 ? -errno : fd;
+			break;
+		}
+		fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+		if (fd < 0) {
+			struct stat st;
+
+			/* A symlink fails with ENOTDIR here; it is a refusal
+			 * (403) as with openat2, not a missing file (404). */
+			fd = -errno;
+			if (fd == -ENOTDIR &&
+			    fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(st.st_mode))
+				fd = -ELOOP;
+			break;
+		}
+		if (dfd != dirfd)
+			close(dfd);
+		dfd = fd;
+		rel = slash + 1;
+	}
+	if (dfd != dirfd)
+		close(dfd);
+	return fd;
+}
+
 /* Open `rel` (relative, normalized) below the root; -errno on failure. */
 static int open_beneath(const struct zh_worker *w, int dirfd, const char *rel)
 {
+	static bool no_openat2;
 	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+		.flags = OPEN_FLAGS,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd;
 
-	if (w->cfg->follow_symlinks_outside)
-		how.resolve = 0;
+	if (w->cfg->follow_symlinks_outside) {
+		fd = openat(dirfd, rel, OPEN_FLAGS);
+		return fd < 0 ? -errno : fd;
+	}
+	if (no_openat2)
+		return open_nofollow_walk(dirfd, rel);
 	fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-	return fd < 0 ? -errno : fd;
+	if (fd >= 0)
+		return fd;
+	if (errno != ENOSYS)
+		return -errno;
+	no_openat2 = true;
+	return open_nofollow_walk(dirfd, rel);
 }
 
 /* Does the If-None-Match list contain our ETag (weak comparison)? */

@@ -116,6 +116,24 @@ teardown() {
 	[[ "$(curl -s "$URL/escape.txt")" != *secret* ]]
 }
 
+@test "without openat2 (seccomp ENOSYS) files are served and no symlink is followed" {
+	stop_server
+	cc -O2 -o "$BATS_TEST_TMPDIR/no_openat2" "$BATS_TEST_DIRNAME/helpers/no_openat2.c"
+	SERVER_WRAPPER="$BATS_TEST_TMPDIR/no_openat2" start_server
+	[ "$(curl -s "$URL/")" = '<h1>index</h1>' ]
+	[ "$(curl -s "$URL/dir/")" = 'in dir' ]
+	[ "$(curl -s "$URL/big.bin" | sha256sum)" = "$(sha256sum < "$ROOT/big.bin")" ]
+	[ "$(code "$URL/missing")" = 404 ]
+	[ "$(code "$URL/dir/missing/x")" = 404 ]
+	[ "$(code "$URL/small.txt/x")" = 404 ]
+	[ "$(code "$URL/escape.txt")" = 403 ]
+	[[ "$(curl -s "$URL/escape.txt")" != *secret* ]]
+	ln -s "$BATS_TEST_TMPDIR" "$ROOT/outdir"
+	[ "$(code "$URL/outdir/outside.txt")" = 403 ]
+	# Stricter than RESOLVE_BENEATH: a link that stays inside is refused too.
+	[ "$(code "$URL/inside-link.txt")" = 403 ]
+}
+
 @test "malformed, oversized and unsupported requests get 4xx/5xx and a close" {
 	run bash -c "printf 'GARBAGE\r\n\r\n' | $RAW $PORT"
 	[[ "$output" == "HTTP/1.1 400 "* ]]; [ "$status" -eq 0 ]

@@ -2,7 +2,8 @@
 #
 # ZCHTTPD may name another build (ci/test.sh runs the server's bats files
 # again with the ASan+UBSan binary).  start_server takes extra options;
-# ROOT must be set.  Sets PORT, PID, URL.
+# ROOT must be set.  Sets PORT, PID, URL.  SERVER_WRAPPER, when set, is a
+# command the server runs under (e.g. tests/helpers/no_openat2.c's).
 
 ZCHTTPD="${ZCHTTPD:-$BATS_TEST_DIRNAME/../build/server/zchttpd}"
 RAW="python3 $BATS_TEST_DIRNAME/helpers/rawhttp.py"
@@ -13,7 +14,7 @@ free_port() {
 
 start_server() { # extra options...
 	PORT=$(free_port)
-	"$ZCHTTPD" --root "$ROOT" --listen "127.0.0.1:$PORT" --workers 2 \
+	${SERVER_WRAPPER:-} "$ZCHTTPD" --root "$ROOT" --listen "127.0.0.1:$PORT" --workers 2 \
 		--access-log "$BATS_TEST_TMPDIR/access.log" "$@" \
 		2>"$BATS_TEST_TMPDIR/server.err" 3>&- &
 	PID=$!
