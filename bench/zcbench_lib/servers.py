@@ -11,6 +11,9 @@ process group, and gets the same number of workers:
            access_log off; keepalive_requests 1000000 (the tuning the issue
            asks for; everything else Debian's default)
   h2o      num-threads N; file.dir; no access log
+  floor    build/bench/zcfloor --workers N --listen 127.0.0.1:PORT --root DIR:
+           the reference "server" (bench/floor/zcfloor.c): accept4, one
+           recv, one send of a canned response read from DIR at start
 
 When zcbench runs as root, nginx and h2o would switch their workers to
 nobody; they are told to stay root instead, so every server reads the docroot
@@ -29,7 +32,7 @@ import time
 
 from . import build_dir, pinning
 
-NAMES = ("zchttpd", "nginx", "h2o")
+NAMES = ("zchttpd", "nginx", "h2o", "floor")
 
 
 class ServerError(RuntimeError):
@@ -116,6 +119,14 @@ def zchttpd_binary():
     return os.path.join(build_dir(), "server", "zchttpd")
 
 
+def floor_binary():
+    return os.path.join(build_dir(), "bench", "zcfloor")
+
+
+def floor_argv(binary, port, docroot, workers):
+    return [binary, "--root", docroot, "--listen", f"127.0.0.1:{port}", "--workers", str(workers)]
+
+
 def _which(name):
     for d in (None, "/usr/sbin", "/usr/local/sbin", "/sbin"):
         p = shutil.which(name, path=d) if d else shutil.which(name)
@@ -150,6 +161,11 @@ class Server:
             if not os.access(binary, os.X_OK):
                 raise ServerError(f"{binary} is not built (run `make`)")
             return zchttpd_argv(binary, self.port, self.docroot, self.workers, self.extra_args)
+        if self.name == "floor":
+            binary = floor_binary()
+            if not os.access(binary, os.X_OK):
+                raise ServerError(f"{binary} is not built (run `make`)")
+            return floor_argv(binary, self.port, self.docroot, self.workers) + self.extra_args
         if self.name == "nginx":
             binary = _which("nginx")
             if not binary:
