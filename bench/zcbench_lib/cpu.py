@@ -35,3 +35,33 @@ def children_waits():
     to do and slept until a server answered.  Near 0 the client never waits,
     so it, not the server, sets the rate."""
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw
+
+
+# A point where wrk used more than this share of the CPU it may use was
+# limited by the client, not the server: it is marked client-bound and does
+# not count toward a median or a bar (issue 15).
+CLIENT_BOUND = 0.8
+
+
+def client_cores(threads, client_cpus):
+    """How many cores wrk can keep busy: its threads, at most its CPUs."""
+    n = len(client_cpus) if client_cpus else os.cpu_count() or 1
+    return max(1, min(threads, n))
+
+
+def is_client_bound(client_cpu_util, cores=1, limit=CLIENT_BOUND):
+    """True when wrk's CPU use (1.0 = one core) exceeds limit of its cores;
+    None when wrk's CPU was not measured."""
+    if client_cpu_util is None:
+        return None
+    return client_cpu_util > limit * cores
+
+
+def row_client_bound(row, limit=CLIENT_BOUND):
+    """A result row's mark: its own "client_bound" field, or for rows from
+    before the mark existed, decided from its "client_cpu_util" (one wrk
+    thread); False when neither was recorded."""
+    cb = row.get("client_bound")
+    if cb is None:
+        cb = is_client_bound(row.get("client_cpu_util"), 1, limit)
+    return bool(cb)

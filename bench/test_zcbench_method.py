@@ -1,0 +1,106 @@
+"""pytest: the method of issue 15 as zcbench uses it -- client-bound marking
+in the results, tables and files (cpu.py, report.py, preload_report.py).
+The budget module itself is tested in test_zcbench_budget.py.  No timing
+thresholds."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from zcbench_lib import cpu, report  # noqa: E402
+
+
+# -- client-bound marking and the report -----------------------------------------
+
+def test_client_bound_marking():
+    assert cpu.is_client_bound(0.81) is True and cpu.is_client_bound(0.8) is False
+    assert cpu.is_client_bound(None) is None
+    assert cpu.is_client_bound(1.5, cores=2) is False and cpu.is_client_bound(1.7, cores=2) is True
+    assert cpu.client_cores(1, [0]) == 1 and cpu.client_cores(4, [0, 1]) == 2
+    assert cpu.client_cores(2, None) == min(2, os.cpu_count())
+    assert cpu.row_client_bound({"client_bound": True, "client_cpu_util": 0.1}) is True
+    assert cpu.row_client_bound({"client_bound": False, "client_cpu_util": 0.99}) is False
+    assert cpu.row_client_bound({"client_cpu_util": 0.99}) is True      # a row from before the mark
+    assert cpu.row_client_bound({}) is False
+
+
+def rows_with_client_bound():
+    """zchttpd, nginx, floor at 1k keep-alive, 3 runs; wrk was the limit in
+    run 2 of zchttpd and in every close-mode run of nginx."""
+    rows = []
+    table = {"zchttpd": [(100, 0.6), (150, 0.95), (110, 0.6)],
+             "nginx": [(80, 0.5), (70, 0.5), (90, 0.5)],
+             "floor": [(125, 0.7), (120, 0.7), (100, 0.7)]}
+    for server, runs in table.items():
+        for mode in ("keepalive", "close"):
+            for n, (rps, util) in enumerate(runs, 1):
+                if mode == "close" and server == "nginx":
+                    util = 0.99
+                rows.append({"run": n, "size": 1024, "size_label": "1k", "mode": mode, "server": server,
+                             "requests": rps * 5, "duration_s": 5.0, "requests_per_s": float(rps),
+                             "mbytes_per_s": rps / 1000, "errors": 0, "socket_errors": 0,
+                             "non_2xx_3xx": 0, "server_cpu_us_per_req": 5e5 / rps,
+                             "server_cpu_util": 0.5, "client_cpu_util": util,
+                             "client_bound": cpu.is_client_bound(util)})
+    return rows
+
+
+def test_summarize_leaves_client_bound_runs_out():
+    rows = rows_with_client_bound()
+    summary, ratios = report.summarize(rows)
+    med = {(s["server"], s["mode"]): s for s in summary}
+    z = med[("zchttpd", "keepalive")]
+    assert (z["runs"], z["runs_counted"], z["client_bound_runs"], z["client_bound"]) == (3, 2, 1, False)
+    assert z["rps_median"] == 105 and z["rps_max"] == 110          # run 2's 150 is not counted
+    n = med[("nginx", "close")]
+    assert n["client_bound"] is True and n["runs_counted"] == 0 and n["rps_median"] == 80
+    r = {(x["peer"], x["mode"]): x for x in ratios}
+    assert r[("floor", "keepalive")]["rps_ratio"] == pytest.approx(105 / 120)
+    assert r[("floor", "keepalive")]["rps_ratio_runs"] == pytest.approx([100 / 125, 110 / 100])
+    assert r[("floor", "keepalive")]["client_bound"] is False
+    assert r[("nginx", "close")]["client_bound"] is True
+    assert len(r[("nginx", "close")]["rps_ratio_runs"]) == 3       # all pairs when none is counted
+    assert report.client_bound_count(rows) == (5, 18)
+
+
+def test_table_marks_client_bound_points_and_counts_them(tmp_path):
+    rows = rows_with_client_bound()
+    summary, ratios = report.summarize(rows)
+    servers = ["zchttpd", "nginx", "floor"]
+    text = report.table(summary, ratios, servers, rows)
+    assert "| zchttpd/nginx | zchttpd/floor |" in text
+    assert "| 1k | 105 | 80 | 120 |" in text                      # keep-alive: nothing starred
+    assert "| 1k | 105 | 80* | 120 |" in text.split("**close**")[1]
+    assert "Client-bound runs: 5 of 18" in text and "close nginx 3" in text
+    assert "| nginx CPU used |" in text
+    report.write_all(tmp_path, {"budget": {"server_cpu": 0.5}}, rows, summary, ratios)
+    head = (tmp_path / "summary.csv").read_text().splitlines()[0].split(",")
+    for col in ("client_bound_runs", "client_bound", "cpu_us_per_req_median", "ratio_vs_floor"):
+        assert col in head
+    assert "client_bound" in (tmp_path / "results.csv").read_text().splitlines()[0]
+    pytest.importorskip("matplotlib")
+    paths = report.plot(tmp_path, summary, servers, note=report.budget_note({"budget": {"server_cpu": 0.5}}))
+    assert len(paths) == 2 and all(os.path.getsize(p) > 1000 for p in paths)
+    assert report.budget_note({}) .startswith("no CPU budget")
+
+
+def test_preload_summary_leaves_client_bound_apache_runs_out():
+    from zcbench_lib import preload, preload_report
+    rows = []
+    for run, (plain, pre, util) in enumerate([(1000, 1400, 0.5), (1100, 1500, 0.9), (900, 1300, 0.5)], 1):
+        rows.append({"run": run, "workload": "apache", "mode": "plain", "unit": "req/s", "rate": plain,
+                     "server_cpu_us_per_req": 500.0, "server_cpu_util": 0.5, "client_cpu_util": 0.4,
+                     "client_bound": False})
+        rows.append({"run": run, "workload": "apache", "mode": "preload", "unit": "req/s", "rate": pre,
+                     "server_cpu_us_per_req": 350.0, "server_cpu_util": 0.5, "client_cpu_util": util,
+                     "client_bound": util > 0.8})
+    (s,) = preload_report.summarize(rows, preload.BARS, preload.CLASSES)
+    assert s["preload_median"] == 1350 and s["plain_median"] == 1000
+    assert s["ratio_runs"] == pytest.approx([1.4, 1300 / 900])
+    assert s["client_bound_runs"] == 1 and s["client_bound"] is False
+    text = preload_report.table([s])
+    assert "| apache | 500.0 | 350.0 | 1.43 | 0.40 | 0.50 | 0.50 | 0.50 | 1 of 6 |" in text
