@@ -1,9 +1,14 @@
 """pytest: the method of issue 15 as zcbench uses it -- client-bound marking
-in the results, tables and files (cpu.py, report.py, preload_report.py).
-The budget module itself is tested in test_zcbench_budget.py.  No timing
-thresholds."""
+in the results, tables and files (cpu.py, report.py, preload_report.py),
+--server-cpu on the command line, and a real `zcbench static` interrupted
+by a signal leaving no cgroup behind.  The budget module itself is tested
+in test_zcbench_budget.py.  No timing thresholds."""
+import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +16,18 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from zcbench_lib import cpu, report  # noqa: E402
+from zcbench_lib import budget, cpu, report  # noqa: E402
+
+ZCBENCH = HERE / "zcbench"
+
+
+def real_hierarchy():
+    h = budget.detect()
+    return h if h is not None and os.geteuid() == 0 else None
+
+
+needs_cgroup = pytest.mark.skipif(real_hierarchy() is None,
+                                  reason="no cgroup cpu controller (or not root)")
 
 
 # -- client-bound marking and the report -----------------------------------------
@@ -104,3 +120,62 @@ def test_preload_summary_leaves_client_bound_apache_runs_out():
     assert s["client_bound_runs"] == 1 and s["client_bound"] is False
     text = preload_report.table([s])
     assert "| apache | 500.0 | 350.0 | 1.43 | 0.40 | 0.50 | 0.50 | 0.50 | 1 of 6 |" in text
+
+
+def zcbench_groups(pid):
+    h = real_hierarchy()
+    return [n for root in {h.cpu_root, h.acct_root} if root for n in os.listdir(root)
+            if n.startswith(f"zcbench-{pid}-")]
+
+
+@needs_cgroup
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_interrupted_zcbench_static_leaves_nothing(tmp_path, sig):
+    """A real `zcbench static` stopped by a signal in the middle of its
+    first wrk run: it exits 130, its servers are stopped and its groups are
+    gone."""
+    p = subprocess.Popen([sys.executable, str(ZCBENCH), "static", "--servers", "zchttpd,floor",
+                          "--sizes", "1k", "--modes", "keepalive", "--runs", "5", "--duration", "3s",
+                          "--no-plot", "--out", str(tmp_path / "out")],
+                         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    seen = ""
+    while "[1/10]" not in seen:
+        line = p.stderr.readline()
+        assert line, seen
+        seen += line
+        if "zcbench: zchttpd on" in line:
+            groups = zcbench_groups(p.pid)
+            assert groups, "zchttpd started without a group"
+    time.sleep(0.5)
+    assert zcbench_groups(p.pid)
+    p.send_signal(sig)
+    rest = p.stderr.read()
+    assert p.wait(timeout=60) == 130, seen + rest
+    assert "interrupted" in rest
+    assert zcbench_groups(p.pid) == []
+
+
+def test_static_server_cpu_option():
+    p = subprocess.run([sys.executable, str(ZCBENCH), "static", "--server-cpu", "-1"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--server-cpu" in p.stderr
+    p = subprocess.run([sys.executable, str(ZCBENCH), "static", "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert "--server-cpu" in p.stdout and "floor" in p.stdout
+    p = subprocess.run([sys.executable, str(ZCBENCH), "preload", "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert "--server-cpu" in p.stdout
+
+
+def test_results_json_of_an_old_run_is_marked_client_bound(tmp_path):
+    """`zcbench report` on a result of the old method (rows without the
+    client_bound field) marks the runs where wrk was above 80 %."""
+    rows = rows_with_client_bound()
+    for r in rows:
+        del r["client_bound"]
+        r.pop("server_cpu_util")
+    (tmp_path / "results.json").write_text(json.dumps({"meta": {}, "runs": rows}))
+    p = subprocess.run([sys.executable, str(ZCBENCH), "report", str(tmp_path)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "Client-bound runs: 5 of 18" in p.stdout and "80*" in p.stdout

@@ -19,6 +19,11 @@ When zcbench runs as root, nginx and h2o would switch their workers to
 nobody; they are told to stay root instead, so every server reads the docroot
 with the same privileges (h2o refuses to write its pid file otherwise).
 
+With a budget (budget.py), the server is started inside its own cgroup
+with a CPU quota -- it joins the group between fork and exec, so every
+process and thread it starts is in it too -- and its CPU time is the
+group's; the group is removed when the server stops.
+
 The config generators are pure functions of their arguments (tested on fixed
 inputs); Server does the process work.
 """
@@ -31,6 +36,7 @@ import subprocess
 import time
 
 from . import build_dir, pinning
+from .cpu import cpu_seconds
 
 NAMES = ("zchttpd", "nginx", "h2o", "floor")
 
@@ -139,7 +145,7 @@ class Server:
     """One server process tree.  start() returns once it answers GET probe_path."""
 
     def __init__(self, name, docroot, workdir, workers=1, extra_args=(), probe_path="/index.html",
-                 cpus=None):
+                 cpus=None, budget=None):
         if name not in NAMES:
             raise ServerError(f"unknown server {name!r} (known: {', '.join(NAMES)})")
         self.name = name
@@ -149,6 +155,8 @@ class Server:
         self.extra_args = list(extra_args)
         self.probe_path = probe_path
         self.cpus = cpus          # pin the whole process tree here (pinning.py)
+        self.budget = budget      # budget.Budget: run it in a cgroup of its own
+        self.group = None
         self.port = None
         self.proc = None
         self.log_path = os.path.join(self.dir, "stderr.log")
@@ -190,24 +198,32 @@ class Server:
         self.port = free_port()
         argv = self.argv()
         self.cmdline = argv
-        log = open(self.log_path, "wb")
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True, preexec_fn=pinning.preexec(self.cpus))
-        finally:
-            log.close()
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if self.proc.poll() is not None:
-                raise ServerError(f"{self.name} exited with {self.proc.returncode} at start:\n"
-                                  f"  {' '.join(argv)}\n{self.log_tail()}")
-            if self._probe():
-                return self
-            if time.monotonic() > deadline:
-                self.stop()
-                raise ServerError(f"{self.name} did not answer on port {self.port} in {timeout_s:.0f}s:\n"
-                                  f"{self.log_tail()}")
-            time.sleep(0.05)
+            preexec = pinning.preexec(self.cpus)
+            if self.budget is not None:
+                self.group = self.budget.new_group(self.name)
+                if self.group is not None:
+                    preexec = self.group.create().preexec(self.cpus)
+            log = open(self.log_path, "wb")
+            try:
+                self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                             start_new_session=True, preexec_fn=preexec)
+            finally:
+                log.close()
+            deadline = time.monotonic() + timeout_s
+            while True:
+                if self.proc.poll() is not None:
+                    raise ServerError(f"{self.name} exited with {self.proc.returncode} at start:\n"
+                                      f"  {' '.join(argv)}\n{self.log_tail()}")
+                if self._probe():
+                    return self
+                if time.monotonic() > deadline:
+                    raise ServerError(f"{self.name} did not answer on port {self.port} in "
+                                      f"{timeout_s:.0f}s:\n{self.log_tail()}")
+                time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
 
     def _probe(self):
         try:
@@ -261,8 +277,29 @@ class Server:
             return p[:1]
         return p[1:] or p
 
+    def cpu_seconds(self):
+        """CPU time of the whole server so far: its cgroup's (every process
+        and thread that ever ran in it), else the running processes' from
+        /proc."""
+        if self.group is not None:
+            return self.group.usage_s()
+        return cpu_seconds(self.pids())
+
+    def throttling(self):
+        """The group's throttling counters (budget.throttling), or None."""
+        return self.group.throttling() if self.group is not None else None
+
     def stop(self, timeout_s=10.0):
-        """SIGTERM, then SIGKILL to our own process group if it hangs."""
+        """SIGTERM, then SIGKILL to our own process group if it hangs; then
+        the cgroup goes (with anything that escaped the process group)."""
+        try:
+            return self._stop(timeout_s)
+        finally:
+            if self.group is not None:
+                self.group.remove()
+                self.group = None
+
+    def _stop(self, timeout_s):
         if not self.proc:
             return None
         if self.proc.poll() is None:

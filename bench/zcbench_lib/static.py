@@ -9,6 +9,15 @@ with every server pinned to the same CPU(s) and wrk to the others (pinning.py;
 --no-pin to let the scheduler place them), so drift on a shared machine hits every server alike; the median of the runs
 is reported per (server, size, mode) with the ratios zchttpd/peer.
 
+The method (issue 15): each server runs in a cgroup of its own with a CPU
+quota (--server-cpu, default 0.5 of one CPU; budget.py), so requests/s
+say what it does with a fixed CPU budget; every point records the group's
+CPU time and wrk's, and a point where wrk used more than 80 % of its core
+is marked client-bound (cpu.py) and left out of the medians and ratios
+(report.py).  The "floor" server (bench/floor/zcfloor.c: accept4, one recv,
+one send of a canned response) is measured with the others: zchttpd/floor
+is how close zchttpd gets to the least an epoll server can do.
+
 Mode "close" sends "Connection: close": each response ends its connection and
 wrk opens a new one (the paper's HTTP/1.0 one-request-per-connection case).
 For zchttpd the server's own connections.total counter is read around every
@@ -22,11 +31,13 @@ import sys
 import tempfile
 import time
 
+from . import budget as bg
 from . import docroot as dr
 from . import pinning, report, servers, wrk
-from .cpu import cpu_seconds
+from .cpu import client_cores, is_client_bound
 
 DEFAULT_SIZES = "500,1k,2k,5k,10k,20k,50k,100k,200k"
+DEFAULT_SERVERS = "zchttpd,nginx,h2o,floor"
 MODES = ("keepalive", "close")
 ERROR_FRACTION = 0.001  # a run with more errors than this share of requests is flagged
 
@@ -55,19 +66,38 @@ def _conns_total(srv):
         return None
 
 
-def run_one(srv, path, mode, connections, duration_s, client_cpus=None):
-    """One wrk run against srv; a result row (without run/size fields).
+def measure(srv, run_wrk, client_cpus=None, threads=1):
+    """Call run_wrk() (one wrk run against srv) and return (its WrkResult,
+    the method's fields of the row): the server's CPU time (its cgroup's,
+    or its processes' from /proc without one) in total, per request and as
+    a share of one CPU, how often the quota throttled it, and wrk's own CPU
+    use: above 80 % of its core (cpu.CLIENT_BOUND) the client, not the
+    server, set the rate, and the row is marked client_bound."""
+    thr0, cpu0, t0 = srv.throttling(), srv.cpu_seconds(), time.monotonic()
+    res = run_wrk()
+    wall = time.monotonic() - t0
+    cpu1, thr1 = srv.cpu_seconds(), srv.throttling()
+    fields = {
+        "server_cpu_s": cpu1 - cpu0,
+        "server_cpu_us_per_req": (cpu1 - cpu0) * 1e6 / res.requests if res.requests else None,
+        "server_cpu_util": (cpu1 - cpu0) / wall if wall > 0 else None,
+        "client_cpu_util": res.client_cpu_util,
+        "client_bound": is_client_bound(res.client_cpu_util, client_cores(threads, client_cpus)),
+        "wrk_retries": res.retries,
+    }
+    if thr0 is not None and thr1 is not None:
+        periods = thr1["periods"] - thr0["periods"]
+        fields["throttled_share"] = (thr1["throttled"] - thr0["throttled"]) / periods if periods else 0.0
+    return res, fields
 
-    Besides wrk's figures the row has the server's CPU time per request
-    (all its processes, from /proc) and wrk's own CPU use: when wrk is near
-    100% of one core the client, not the server, limits requests/s, and the
-    CPU cost per request is the fairer comparison of the servers."""
+
+def run_one(srv, path, mode, connections, duration_s, client_cpus=None, threads=1):
+    """One wrk run against srv; a result row (without run/size fields):
+    wrk's figures and the method's (measure())."""
     before = _conns_total(srv)
-    pids = srv.pids()
-    cpu0 = cpu_seconds(pids)
-    res = wrk.run(srv.url(path), connections, duration_s, threads=1, close=(mode == "close"),
-                  cpus=client_cpus)
-    cpu1 = cpu_seconds(pids)
+    res, fields = measure(srv, lambda: wrk.run(srv.url(path), connections, duration_s, threads=threads,
+                                               close=(mode == "close"), cpus=client_cpus),
+                          client_cpus, threads)
     after = _conns_total(srv)
     row = {
         "requests": res.requests, "duration_s": res.duration_s,
@@ -78,9 +108,8 @@ def run_one(srv, path, mode, connections, duration_s, client_cpus=None):
         # connections the server accepted during the run; -1 for the status
         # request's own connection (the "before" one was counted before it).
         "server_conns": (after - before - 1) if before is not None and after is not None else None,
-        "server_cpu_us_per_req": (cpu1 - cpu0) * 1e6 / res.requests if res.requests else None,
-        "client_cpu_util": res.client_cpu_util,
         "client_waits_per_req": res.client_waits_per_req,
+        **fields,
     }
     return row
 
@@ -89,6 +118,7 @@ def run(opts, log=sys.stderr):
     """Run the whole experiment.  opts: servers, sizes, modes, runs, duration_s,
     connections, workers, out.  Returns (meta, rows, summary, ratios, problems)."""
     wrk.find_wrk()
+    budget = bg.Budget(getattr(opts, "server_cpu", 0.0))   # BudgetError before anything is made
     tmp = tempfile.mkdtemp(prefix="zcbench-static-")
     os.chmod(tmp, 0o755)
     root = os.path.join(tmp, "docroot")
@@ -104,11 +134,17 @@ def run(opts, log=sys.stderr):
     server_cpus, client_cpus = (pinning.split(pinning.available(), opts.workers)
                                 if getattr(opts, "pin", True) else (None, None))
     meta["placement"] = {"server_cpus": server_cpus, "client_cpus": client_cpus}
+    meta["budget"] = budget.as_dict()
+    meta["client_bound_limit"] = report.CLIENT_BOUND
     print(f"zcbench: servers on CPU {pinning.describe(server_cpus)}, wrk on CPU "
-          f"{pinning.describe(client_cpus)}", file=log)
+          f"{pinning.describe(client_cpus)}; {budget.describe()}", file=log)
+    if budget.swept:
+        print(f"zcbench: removed {len(budget.swept)} cgroup(s) left by an earlier zcbench: "
+              f"{', '.join(budget.swept)}", file=log)
     try:
         for name in opts.servers:
-            srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus).start()
+            srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus, budget=budget)
+            srv.start()
             started.append(srv)
             verify_bodies(srv, files)
             meta.setdefault("commands", {})[name] = " ".join(srv.cmdline)
@@ -129,16 +165,20 @@ def run(opts, log=sys.stderr):
                                       client_cpus)
                         row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name)
                         rows.append(row)
-                        note = ""
+                        note = "  (client-bound: wrk at {:.0%})".format(row["client_cpu_util"]) \
+                            if row["client_bound"] else ""
                         if row["requests"] == 0 or row["errors"] > ERROR_FRACTION * row["requests"]:
                             msg = (f"{srv.name} {label} {mode} run {run_no}: {row['errors']} errors "
                                    f"({row['socket_errors']} socket, {row['non_2xx_3xx']} status>399) "
                                    f"in {row['requests']} requests")
                             problems.append(msg)
-                            note = f"  ({row['errors']} errors!)"
+                            note += f"  ({row['errors']} errors!)"
                         elif row["errors"]:
-                            note = f"  ({row['errors']} errors)"
-                        print(f"{row['requests_per_s']:,.0f} req/s{note}", file=log, flush=True)
+                            note += f"  ({row['errors']} errors)"
+                        util = row.get("server_cpu_util")
+                        print(f"{row['requests_per_s']:,.0f} req/s" +
+                              (f", server {util:.2f} CPU" if util is not None else "") +
+                              note, file=log, flush=True)
                         if srv.proc.poll() is not None:
                             raise servers.ServerError(f"{srv.name} died during the run:\n{srv.log_tail()}")
     finally:
@@ -148,6 +188,7 @@ def run(opts, log=sys.stderr):
         shutil.rmtree(tmp, ignore_errors=True)
     summary, ratios = report.summarize(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    meta["machine_after"] = machine_note()
     meta["problems"] = problems
     return meta, rows, summary, ratios, problems
 
