@@ -38,7 +38,7 @@ RAW_FIELDS = ["run", "size", "size_label", "mode", "server", "requests", "durati
               "requests_per_s", "mbytes_per_s", "latency_p50_ms", "latency_p99_ms",
               "errors", "socket_errors", "non_2xx_3xx", "server_conns",
               "server_cpu_s", "server_cpu_us_per_req", "server_cpu_util", "throttled_share",
-              "client_cpu_util", "client_waits_per_req", "client_bound", "wrk_retries"]
+              "client_cpu_util", "client_waits_per_req", "client_bound", "wrk_retries", "loadavg1"]
 SUMMARY_FIELDS = ["mode", "size", "size_label", "server", "runs", "runs_counted", "client_bound_runs",
                   "client_bound", "rps_median", "rps_min", "rps_max", "mbytes_per_s_median",
                   "cpu_us_per_req_median", "cpu_us_per_req_min", "cpu_us_per_req_max",

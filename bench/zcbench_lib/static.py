@@ -163,7 +163,8 @@ def run(opts, log=sys.stderr):
                               end="", file=log, flush=True)
                         row = run_one(srv, files[size][0], mode, opts.connections, opts.duration_s,
                                       client_cpus)
-                        row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name)
+                        row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name,
+                                   loadavg1=os.getloadavg()[0])
                         rows.append(row)
                         note = "  (client-bound: wrk at {:.0%})".format(row["client_cpu_util"]) \
                             if row["client_bound"] else ""
