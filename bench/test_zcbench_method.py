@@ -179,3 +179,32 @@ def test_results_json_of_an_old_run_is_marked_client_bound(tmp_path):
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "Client-bound runs: 5 of 18" in p.stdout and "80*" in p.stdout
+
+
+def test_cpu_busy_from_proc_stat(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 5 0 5 40 0 0 0 0 0 0\n"
+                    "cpu1 5 0 5 60 0 0 0 0 0 0\nintr 1\n")
+    a = cpu.cpu_times(str(stat))
+    assert a == {0: (10, 50), 1: (10, 70)}
+    stat.write_text("cpu  0\ncpu0 50 0 10 45 0 0 0 0 0 0\ncpu1 10 0 10 140 0 0 5 0 0 0\n")
+    b = cpu.cpu_times(str(stat))
+    assert cpu.busy_share(a, b, [0]) == pytest.approx(50 / 55)
+    assert cpu.busy_share(a, b, [1]) == pytest.approx(15 / 95)
+    assert cpu.busy_share(a, b, [0, 1]) == pytest.approx(65 / 150)
+    assert cpu.busy_share(a, b, None) is None and cpu.busy_share(a, a, [0]) is None
+    now = cpu.cpu_times()
+    assert set(now) == set(range(len(now))) and all(all_ >= busy for busy, all_ in now.values())
+
+
+def test_contention_counts_others_work():
+    rows = [{"client_cpu_util": 0.5, "client_cpus_busy": 0.95, "server_cpu_util": 0.5, "server_cpus_busy": 0.6},
+            {"client_cpu_util": 0.9, "client_cpus_busy": 0.95, "server_cpu_util": 0.3, "server_cpus_busy": 0.97},
+            {"client_cpu_util": 0.5, "client_cpus_busy": 0.5, "server_cpu_util": 0.3, "server_cpus_busy": 0.5},
+            {"client_cpu_util": 0.5}]
+    assert report.contention(rows, budget=0.5) == (1, 1, 4)
+    assert report.contention(rows) == (1, 0, 4)
+    for r in rows:
+        r.update(run=1, mode="keepalive", server="zchttpd")
+    note = report.client_bound_note(rows, budget=0.5)
+    assert "Client-bound runs: 1 of 4" in note and "in 1 more runs wrk's core" in note

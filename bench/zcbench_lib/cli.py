@@ -180,7 +180,7 @@ def cmd_static(a):
             figs = report.plot(a.out, summary, a.servers, note=report.budget_note(meta))
         except ImportError:
             print("zcbench: matplotlib missing (run ci/deps.sh): no PNG figures", file=sys.stderr)
-    text = report.table(summary, ratios, a.servers, rows)
+    text = report.table(summary, ratios, a.servers, rows, budget=a.server_cpu)
     if a.json:
         n_cb, n_runs = report.client_bound_count(rows)
         json.dump({"summary": summary, "ratios": ratios, "problems": problems, "out": a.out,
@@ -221,7 +221,7 @@ def cmd_report(a):
     meta = data.get("meta", {})
     report.write_all(out, meta, rows, summary, ratios)
     figs = report.plot(out, summary, servers, note=report.budget_note(meta))
-    print(report.table(summary, ratios, servers, rows))
+    print(report.table(summary, ratios, servers, rows, budget=(meta.get("budget") or {}).get("server_cpu")))
     print(f"zcbench: wrote {out} ({', '.join(os.path.basename(f) for f in figs)})", file=sys.stderr)
     return 0
 

@@ -65,3 +65,28 @@ def row_client_bound(row, limit=CLIENT_BOUND):
     if cb is None:
         cb = is_client_bound(row.get("client_cpu_util"), 1, limit)
     return bool(cb)
+
+
+def cpu_times(path="/proc/stat"):
+    """{cpu id: (busy ticks, all ticks)} from /proc/stat: busy is user, nice,
+    system, irq, softirq and steal; all adds idle and iowait."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            name, *vals = line.split()
+            if not name.startswith("cpu") or name == "cpu":
+                continue
+            v = [int(x) for x in vals[:8]] + [0] * (8 - len(vals[:8]))
+            busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+            out[int(name[3:])] = (busy, busy + v[3] + v[4])
+    return out
+
+
+def busy_share(before, after, cpus):
+    """How busy cpus were between two cpu_times() samples, 0.0-1.0 (all of
+    their processes, not just ours); None without cpus or ticks."""
+    if not cpus:
+        return None
+    busy = sum(after[c][0] - before[c][0] for c in cpus if c in before and c in after)
+    total = sum(after[c][1] - before[c][1] for c in cpus if c in before and c in after)
+    return busy / total if total > 0 else None

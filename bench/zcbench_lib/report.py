@@ -38,7 +38,7 @@ RAW_FIELDS = ["run", "size", "size_label", "mode", "server", "requests", "durati
               "requests_per_s", "mbytes_per_s", "latency_p50_ms", "latency_p99_ms",
               "errors", "socket_errors", "non_2xx_3xx", "server_conns",
               "server_cpu_s", "server_cpu_us_per_req", "server_cpu_util", "throttled_share",
-              "client_cpu_util", "client_waits_per_req", "client_bound", "wrk_retries", "loadavg1"]
+              "client_cpu_util", "client_waits_per_req", "client_bound", "wrk_retries", "client_cpus_busy", "server_cpus_busy", "loadavg1"]
 SUMMARY_FIELDS = ["mode", "size", "size_label", "server", "runs", "runs_counted", "client_bound_runs",
                   "client_bound", "rps_median", "rps_min", "rps_max", "mbytes_per_s_median",
                   "cpu_us_per_req_median", "cpu_us_per_req_min", "cpu_us_per_req_max",
@@ -91,6 +91,8 @@ def summarize(rows, reference=REFERENCE):
             "server_cpu_util_median": median_of(use, "server_cpu_util"),
             "client_cpu_util_median": median_of(use, "client_cpu_util"),
             "client_waits_per_req_median": median_of(use, "client_waits_per_req"),
+            "client_cpus_busy_median": median_of(use, "client_cpus_busy"),
+            "server_cpus_busy_median": median_of(use, "server_cpus_busy"),
         })
     med = {(s["size"], s["mode"], s["server"]): s for s in summary}
     ratios = []
@@ -122,7 +124,19 @@ def client_bound_count(rows):
     return sum(row_client_bound(r) for r in rows), len(rows)
 
 
-def client_bound_note(rows, limit=CLIENT_BOUND):
+def contention(rows, budget=None, busy=0.9):
+    """(client CPU taken, server CPU taken, runs): runs that were not
+    client-bound but whose client CPUs were more than `busy` busy (others'
+    work on wrk's core), and runs whose server used less than 90 % of its
+    budget while its CPU was more than `busy` busy (others' work on the
+    server's core).  Rows without the CPU samples count in neither."""
+    client = sum(1 for r in rows if not row_client_bound(r) and (r.get("client_cpus_busy") or 0) > busy)
+    server = sum(1 for r in rows if budget and r.get("server_cpu_util") is not None
+                 and r["server_cpu_util"] < 0.9 * budget and (r.get("server_cpus_busy") or 0) > busy)
+    return client, server, len(rows)
+
+
+def client_bound_note(rows, limit=CLIENT_BOUND, budget=None):
     """One line: how many runs were client-bound and what that means."""
     n, total = client_bound_count(rows)
     by = {}
@@ -130,9 +144,16 @@ def client_bound_note(rows, limit=CLIENT_BOUND):
         if row_client_bound(r):
             by[(r["mode"], r["server"])] = by.get((r["mode"], r["server"]), 0) + 1
     detail = ", ".join(f"{m} {s} {k}" for (m, s), k in sorted(by.items()))
-    return (f"Client-bound runs: {n} of {total} (wrk above {limit:.0%} of its core; left out of "
+    text = (f"Client-bound runs: {n} of {total} (wrk above {limit:.0%} of its core; left out of "
             f"medians and ratios; * = every run of that point was client-bound)"
             + (f": {detail}" if detail else "") + ".")
+    c, srv, _ = contention(rows, budget)
+    if any(r.get("client_cpus_busy") is not None for r in rows):
+        text += (f"  Other work on the machine: in {c} more runs wrk's core was over 90 % busy "
+                 f"(wrk below {limit:.0%}: others used the rest)"
+                 + (f"; in {srv} runs the server used under 90 % of its budget while its core was "
+                    f"over 90 % busy" if budget else "") + ".")
+    return text
 
 
 def pool(row_sets, reference=REFERENCE):
@@ -209,7 +230,7 @@ def _star(s):
     return "*" if s.get("client_bound") else ""
 
 
-def table(summary, ratios, servers, rows=None):
+def table(summary, ratios, servers, rows=None, budget=None):
     """A Markdown table per mode: req/s and MB/s medians per server and
     zchttpd's ratios (of the medians; per-run range in parentheses); with
     rows, a line saying how many runs were client-bound."""
@@ -236,7 +257,7 @@ def table(summary, ratios, servers, rows=None):
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     if rows is not None:
-        out.append(client_bound_note(rows))
+        out.append(client_bound_note(rows, budget=budget))
         out.append("")
     cpu = cpu_table(summary, ratios, servers)
     if cpu:

@@ -34,7 +34,7 @@ import time
 from . import budget as bg
 from . import docroot as dr
 from . import pinning, report, servers, wrk
-from .cpu import client_cores, is_client_bound
+from .cpu import busy_share, client_cores, cpu_times, is_client_bound
 
 DEFAULT_SIZES = "500,1k,2k,5k,10k,20k,50k,100k,200k"
 DEFAULT_SERVERS = "zchttpd,nginx,h2o,floor"
@@ -72,9 +72,14 @@ def measure(srv, run_wrk, client_cpus=None, threads=1):
     or its processes' from /proc without one) in total, per request and as
     a share of one CPU, how often the quota throttled it, and wrk's own CPU
     use: above 80 % of its core (cpu.CLIENT_BOUND) the client, not the
-    server, set the rate, and the row is marked client_bound."""
+    server, set the rate, and the row is marked client_bound.  Also how
+    busy the client's and the server's CPUs were with everything on them
+    (others' work included): on a shared machine a client CPU that is full
+    while wrk is below 80 % was taken by someone else."""
     thr0, cpu0, t0 = srv.throttling(), srv.cpu_seconds(), time.monotonic()
+    ticks0 = cpu_times()
     res = run_wrk()
+    ticks1 = cpu_times()
     wall = time.monotonic() - t0
     cpu1, thr1 = srv.cpu_seconds(), srv.throttling()
     fields = {
@@ -84,6 +89,8 @@ def measure(srv, run_wrk, client_cpus=None, threads=1):
         "client_cpu_util": res.client_cpu_util,
         "client_bound": is_client_bound(res.client_cpu_util, client_cores(threads, client_cpus)),
         "wrk_retries": res.retries,
+        "client_cpus_busy": busy_share(ticks0, ticks1, client_cpus),
+        "server_cpus_busy": busy_share(ticks0, ticks1, srv.cpus),
     }
     if thr0 is not None and thr1 is not None:
         periods = thr1["periods"] - thr0["periods"]
