@@ -208,3 +208,30 @@ def test_contention_counts_others_work():
         r.update(run=1, mode="keepalive", server="zchttpd")
     note = report.client_bound_note(rows, budget=0.5)
     assert "Client-bound runs: 1 of 4" in note and "in 1 more runs wrk's core" in note
+
+
+def test_a_server_that_refuses_connections_is_restarted(tmp_path, monkeypatch):
+    """When wrk cannot connect to a server in the middle of a run, the
+    server is started again (a new process in a new group), the point is
+    measured again, and the result says so with the server's state."""
+    from types import SimpleNamespace
+    from zcbench_lib import static, wrk
+    real_run_one, calls = static.run_one, []
+
+    def refused_once(srv, *a, **k):
+        calls.append((srv.name, srv.port))
+        if len(calls) == 2:
+            raise wrk.WrkError(f"wrk exited 1: unable to connect to 127.0.0.1:{srv.port} Connection refused")
+        return real_run_one(srv, *a, **k)
+
+    monkeypatch.setattr(static, "run_one", refused_once)
+    opts = SimpleNamespace(servers=["floor"], sizes=[1024], modes=["keepalive", "close"], runs=1,
+                           duration_s=1.0, connections=4, workers=1, out=str(tmp_path),
+                           server_cpu=0.0, pin=True, argv=[])
+    with open(os.devnull, "w") as log:
+        meta, rows, summary, ratios, problems = static.run(opts, log=log)
+    assert [r["mode"] for r in rows] == ["keepalive", "close"] and problems == []
+    assert len(calls) == 3 and calls[1][1] != calls[2][1]        # a new server on a new port
+    (restart,) = meta["restarts"]
+    assert restart["server"] == "floor" and restart["mode"] == "close"
+    assert f"listening on {calls[1][1]}: ['inode" in restart["state"]

@@ -277,6 +277,31 @@ class Server:
             return p[:1]
         return p[1:] or p
 
+    def state_report(self):
+        """What the server looks like from outside, for an error report: its
+        processes, their socket descriptors, whether anything listens on its
+        port (/proc/net/tcp), and its log's tail."""
+        lines = [f"{self.name} on port {self.port}: master {'alive' if self.proc and self.proc.poll() is None else 'gone'}"]
+        for pid in self.pids():
+            try:
+                socks = sorted(os.readlink(f"/proc/{pid}/fd/{fd}") + f"@{fd}"
+                               for fd in os.listdir(f"/proc/{pid}/fd")
+                               if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"))
+            except OSError:
+                socks = ["?"]
+            lines.append(f"  pid {pid}: {len(socks)} sockets, first {socks[:4]}")
+        listening = []
+        try:
+            with open("/proc/net/tcp") as f:
+                for row in f.read().splitlines()[1:]:
+                    x = row.split()
+                    if x[3] == "0A" and int(x[1].split(":")[1], 16) == self.port:
+                        listening.append(f"inode {x[9]}")
+        except (OSError, IndexError, ValueError):
+            pass
+        lines.append(f"  listening on {self.port}: {listening or 'nothing'}")
+        return "\n".join(lines) + "\n" + self.log_tail(5)
+
     def cpu_seconds(self):
         """CPU time of the whole server so far: its cgroup's (every process
         and thread that ever ran in it), else the running processes' from

@@ -40,6 +40,7 @@ DEFAULT_SIZES = "500,1k,2k,5k,10k,20k,50k,100k,200k"
 DEFAULT_SERVERS = "zchttpd,nginx,h2o,floor"
 MODES = ("keepalive", "close")
 ERROR_FRACTION = 0.001  # a run with more errors than this share of requests is flagged
+MAX_RESTARTS = 5        # servers started afresh after refusing connections, per zcbench run
 
 
 def verify_bodies(srv, files):
@@ -148,14 +149,23 @@ def run(opts, log=sys.stderr):
     if budget.swept:
         print(f"zcbench: removed {len(budget.swept)} cgroup(s) left by an earlier zcbench: "
               f"{', '.join(budget.swept)}", file=log)
+
+    def start(name):
+        srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus, budget=budget)
+        srv.start()
+        try:
+            verify_bodies(srv, files)
+        except BaseException:
+            srv.stop()
+            raise
+        meta.setdefault("commands", {})[name] = " ".join(srv.cmdline)
+        print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({opts.workers} worker(s))", file=log)
+        return srv
+
+    meta["restarts"] = []
     try:
         for name in opts.servers:
-            srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus, budget=budget)
-            srv.start()
-            started.append(srv)
-            verify_bodies(srv, files)
-            meta.setdefault("commands", {})[name] = " ".join(srv.cmdline)
-            print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({opts.workers} worker(s))", file=log)
+            started.append(start(name))
         total = opts.runs * len(opts.sizes) * len(opts.modes) * len(started)
         i = 0
         for run_no in range(1, opts.runs + 1):
@@ -164,12 +174,33 @@ def run(opts, log=sys.stderr):
             for size in opts.sizes:
                 label = dr.size_label(size)
                 for mode in opts.modes:
-                    for srv in order:
+                    for j, srv in enumerate(order):
                         i += 1
                         print(f"[{i}/{total}] run {run_no}/{opts.runs} size {label} {mode} {srv.name} ... ",
                               end="", file=log, flush=True)
-                        row = run_one(srv, files[size][0], mode, opts.connections, opts.duration_s,
-                                      client_cpus)
+                        try:
+                            row = run_one(srv, files[size][0], mode, opts.connections, opts.duration_s,
+                                          client_cpus)
+                        except wrk.WrkError as e:
+                            # A server that stopped accepting connections is
+                            # started afresh (in a new group) and the point
+                            # measured again, at most MAX_RESTARTS times in
+                            # a run; what it looked like goes into the result.
+                            if "unable to connect" not in str(e) or len(meta["restarts"]) >= MAX_RESTARTS:
+                                raise
+                            state = srv.state_report()
+                            meta["restarts"].append({"server": srv.name, "run": run_no, "size": size,
+                                                     "mode": mode, "point": i, "state": state,
+                                                     "error": str(e)[-1500:]})
+                            print(f"refused connections; restarting {srv.name}:\n{state}", file=log, flush=True)
+                            srv.stop()
+                            k = started.index(srv)
+                            srv = start(srv.name)
+                            order[j] = started[k] = srv
+                            print(f"[{i}/{total}] run {run_no}/{opts.runs} size {label} {mode} {srv.name} "
+                                  "(again) ... ", end="", file=log, flush=True)
+                            row = run_one(srv, files[size][0], mode, opts.connections, opts.duration_s,
+                                          client_cpus)
                         row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name,
                                    loadavg1=os.getloadavg()[0])
                         rows.append(row)
@@ -194,6 +225,10 @@ def run(opts, log=sys.stderr):
             srv.stop()
         save_configs(tmp, opts.out)
         shutil.rmtree(tmp, ignore_errors=True)
+    if meta["restarts"]:
+        print(f"zcbench: {len(meta['restarts'])} server(s) refused connections and were started "
+              f"again: {', '.join(r['server'] + ' at point ' + str(r['point']) for r in meta['restarts'])} "
+              "(results.json: meta.restarts)", file=log)
     summary, ratios = report.summarize(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     meta["machine_after"] = machine_note()
