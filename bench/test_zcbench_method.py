@@ -210,21 +210,27 @@ def test_contention_counts_others_work():
     assert "Client-bound runs: 1 of 4" in note and "in 1 more runs wrk's core" in note
 
 
-def test_a_server_that_refuses_connections_is_restarted(tmp_path, monkeypatch):
-    """When wrk cannot connect to a server in the middle of a run, the
-    server is started again (a new process in a new group), the point is
-    measured again, and the result says so with the server's state."""
+@pytest.mark.parametrize("how", ["refused", "died"])
+def test_a_server_that_refuses_connections_or_dies_is_restarted(tmp_path, monkeypatch, how):
+    """When wrk cannot connect to a server in the middle of a run, or the
+    server dies during a run (as when someone's `pkill` hits it), the server
+    is started again (a new process in a new group), the point is measured
+    again, and the result says so with the server's state."""
     from types import SimpleNamespace
     from zcbench_lib import static, wrk
     real_run_one, calls = static.run_one, []
 
-    def refused_once(srv, *a, **k):
+    def trouble_once(srv, *a, **k):
         calls.append((srv.name, srv.port))
-        if len(calls) == 2:
+        if len(calls) == 2 and how == "refused":
             raise wrk.WrkError(f"wrk exited 1: unable to connect to 127.0.0.1:{srv.port} Connection refused")
-        return real_run_one(srv, *a, **k)
+        row = real_run_one(srv, *a, **k)
+        if len(calls) == 2:
+            srv.proc.kill()
+            srv.proc.wait()
+        return row
 
-    monkeypatch.setattr(static, "run_one", refused_once)
+    monkeypatch.setattr(static, "run_one", trouble_once)
     opts = SimpleNamespace(servers=["floor"], sizes=[1024], modes=["keepalive", "close"], runs=1,
                            duration_s=1.0, connections=4, workers=1, out=str(tmp_path),
                            server_cpu=0.0, pin=True, argv=[])
@@ -233,5 +239,22 @@ def test_a_server_that_refuses_connections_is_restarted(tmp_path, monkeypatch):
     assert [r["mode"] for r in rows] == ["keepalive", "close"] and problems == []
     assert len(calls) == 3 and calls[1][1] != calls[2][1]        # a new server on a new port
     (restart,) = meta["restarts"]
-    assert restart["server"] == "floor" and restart["mode"] == "close"
-    assert f"listening on {calls[1][1]}: ['inode" in restart["state"]
+    assert restart["server"] == "floor" and restart["mode"] == "close" and restart["point"] == 2
+    assert ("died during the run" if how == "died" else "unable to connect") in restart["why"]
+    assert f"listening on {calls[1][1]}:" in restart["state"]
+
+
+def test_private_copy_of_the_server_binary(tmp_path):
+    """With private_copy the floor and zchttpd run from a byte-identical
+    copy whose name does not contain the server's name."""
+    from zcbench_lib import servers
+    srv = servers.Server("floor", tmp_path / "root", tmp_path, private_copy=True)
+    srv.port = 1
+    os.makedirs(srv.dir)
+    exe = srv.argv()[0]
+    assert os.path.dirname(exe) == srv.dir and os.path.basename(exe) == "zc_floor"
+    assert open(exe, "rb").read() == open(servers.floor_binary(), "rb").read()
+    plain = servers.Server("floor", tmp_path / "root", tmp_path)
+    plain.port = 1
+    assert plain.argv()[0] == servers.floor_binary()
+    assert "zchttpd" not in servers.PRIVATE_NAMES["zchttpd"]

@@ -25,6 +25,7 @@ run (server_conns), which shows that wrk really reconnected.
 """
 import hashlib
 import http.client
+import json
 import os
 import shutil
 import sys
@@ -40,7 +41,7 @@ DEFAULT_SIZES = "500,1k,2k,5k,10k,20k,50k,100k,200k"
 DEFAULT_SERVERS = "zchttpd,nginx,h2o,floor"
 MODES = ("keepalive", "close")
 ERROR_FRACTION = 0.001  # a run with more errors than this share of requests is flagged
-MAX_RESTARTS = 5        # servers started afresh after refusing connections, per zcbench run
+MAX_RESTARTS = 20       # servers started afresh after refusing connections, per zcbench run
 
 
 def verify_bodies(srv, files):
@@ -151,7 +152,8 @@ def run(opts, log=sys.stderr):
               f"{', '.join(budget.swept)}", file=log)
 
     def start(name):
-        srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus, budget=budget)
+        srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus, budget=budget,
+                             private_copy=True)
         srv.start()
         try:
             verify_bodies(srv, files)
@@ -162,7 +164,40 @@ def run(opts, log=sys.stderr):
         print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({opts.workers} worker(s))", file=log)
         return srv
 
+    def restart(srv, j, order, why, where):
+        """Stop srv, start it afresh in its place (a new process in a new
+        group), keep what it looked like in meta.restarts."""
+        state = srv.state_report()
+        meta["restarts"].append({"server": srv.name, **where, "why": why[-1500:], "state": state})
+        print(f"{why.splitlines()[0][:120]}; restarting {srv.name}:\n{state}", file=log, flush=True)
+        srv.stop()
+        new = start(srv.name)
+        started[started.index(srv)] = order[j] = new
+        print(f"[{where['point']}/{total}] {srv.name} again ... ", end="", file=log, flush=True)
+        return new
+
+    def measured(srv, j, order, path, mode, where):
+        """(server, row) of one point.  A server that refuses connections or
+        dies during the run is started again and the point measured again
+        (at most MAX_RESTARTS times in a zcbench run): on this shared
+        machine other people's `pkill zchttpd` stopped the benchmark's
+        servers now and then."""
+        while True:
+            try:
+                row = run_one(srv, path, mode, opts.connections, opts.duration_s, client_cpus)
+                if srv.proc.poll() is None:
+                    return srv, row
+                why = f"{srv.name} died during the run"
+            except wrk.WrkError as e:
+                if "unable to connect" not in str(e):
+                    raise
+                why = str(e)
+            if len(meta["restarts"]) >= MAX_RESTARTS:
+                raise servers.ServerError(f"{why}\n{srv.state_report()}")
+            srv = restart(srv, j, order, why, where)
+
     meta["restarts"] = []
+    total = 0
     try:
         for name in opts.servers:
             started.append(start(name))
@@ -178,29 +213,8 @@ def run(opts, log=sys.stderr):
                         i += 1
                         print(f"[{i}/{total}] run {run_no}/{opts.runs} size {label} {mode} {srv.name} ... ",
                               end="", file=log, flush=True)
-                        try:
-                            row = run_one(srv, files[size][0], mode, opts.connections, opts.duration_s,
-                                          client_cpus)
-                        except wrk.WrkError as e:
-                            # A server that stopped accepting connections is
-                            # started afresh (in a new group) and the point
-                            # measured again, at most MAX_RESTARTS times in
-                            # a run; what it looked like goes into the result.
-                            if "unable to connect" not in str(e) or len(meta["restarts"]) >= MAX_RESTARTS:
-                                raise
-                            state = srv.state_report()
-                            meta["restarts"].append({"server": srv.name, "run": run_no, "size": size,
-                                                     "mode": mode, "point": i, "state": state,
-                                                     "error": str(e)[-1500:]})
-                            print(f"refused connections; restarting {srv.name}:\n{state}", file=log, flush=True)
-                            srv.stop()
-                            k = started.index(srv)
-                            srv = start(srv.name)
-                            order[j] = started[k] = srv
-                            print(f"[{i}/{total}] run {run_no}/{opts.runs} size {label} {mode} {srv.name} "
-                                  "(again) ... ", end="", file=log, flush=True)
-                            row = run_one(srv, files[size][0], mode, opts.connections, opts.duration_s,
-                                          client_cpus)
+                        srv, row = measured(srv, j, order, files[size][0], mode,
+                                            {"run": run_no, "size": size, "mode": mode, "point": i})
                         row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name,
                                    loadavg1=os.getloadavg()[0])
                         rows.append(row)
@@ -218,8 +232,11 @@ def run(opts, log=sys.stderr):
                         print(f"{row['requests_per_s']:,.0f} req/s" +
                               (f", server {util:.2f} CPU" if util is not None else "") +
                               note, file=log, flush=True)
-                        if srv.proc.poll() is not None:
-                            raise servers.ServerError(f"{srv.name} died during the run:\n{srv.log_tail()}")
+    except BaseException:
+        if rows:   # an interrupted or failed run keeps what it measured
+            with open(os.path.join(opts.out, "results-partial.json"), "w") as f:
+                json.dump({"meta": meta, "runs": rows}, f, indent=1)
+        raise
     finally:
         for srv in started:
             srv.stop()
