@@ -197,14 +197,16 @@ class Server:
 
     def _private(self, binary):
         """binary, or with private_copy a byte-identical copy of it in the
-        server's directory under a name without the server's name in it.
+        run's bin/ directory under a name without the server's name in it.
         On this shared machine someone ran `pkill zchttpd` every few minutes
         during the benchmark (seen with perf's signal:signal_generate), which
         stopped the benchmark's own zchttpd too; a process named zc_httpd
         run from a private path is not what such a pattern matches."""
         if not self.private_copy:
             return binary
-        copy = os.path.join(self.dir, PRIVATE_NAMES.get(self.name, "zcb_server"))
+        bindir = os.path.join(os.path.dirname(self.dir), "bin")   # not under .../zchttpd/
+        os.makedirs(bindir, exist_ok=True)
+        copy = os.path.join(bindir, PRIVATE_NAMES.get(self.name, "zcb_server"))
         if not os.path.exists(copy):
             shutil.copy2(binary, copy)
         return copy
