@@ -44,6 +44,11 @@ done
 		name=${spec%%:*}; size=${spec#*:}
 		echo "<li><a href=\"/$name\">$name</a> ($size bytes)</li>"
 	done
+	echo '</ul><p>Dynamic, from FastCGI applications on the zero-copy transport'
+	echo '(cgi/apps, docs/fastcgi.md):</p><ul>'
+	echo '<li><a href="/gen?size=102400">/gen?size=102400</a>: 100 KB from zcgen, a cached document sent by reference</li>'
+	echo '<li><a href="/wrap?file=10k.txt">/wrap?file=10k.txt</a>: a page around a file, included by extent (zcwrap)</li>'
+	echo '<li>POST to /echo: the body'"'"'s length and SHA-256 (zcecho)</li>'
 	echo '</ul></body></html>'
 } > "$SITE/index.html"
 
@@ -56,5 +61,12 @@ if [ ! -x "$SERVER" ]; then
 	exit 1
 fi
 
+APPS=build/cgi/apps
 echo "serving demo on http://$LISTEN/ (status: http://$LISTEN/.zc/status; Ctrl-C stops)"
-exec "$SERVER" --root "$SITE" --listen "$LISTEN" --access-log -
+# The demo apps are linked against libfcgi; LD_LIBRARY_PATH (inherited by
+# the processes zchttpd spawns) runs them on zcstack's libfcgi.so.0.
+LD_LIBRARY_PATH="$PWD/build/cgi${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+exec "$SERVER" --root "$SITE" --listen "$LISTEN" --access-log - \
+	--fastcgi-spawn "/gen=zc:2:$PWD/$APPS/zcgen" \
+	--fastcgi-spawn "/wrap=zc:1:$PWD/$APPS/zcwrap --root $PWD/$SITE" \
+	--fastcgi-spawn "/echo=zc:1:$PWD/$APPS/zcecho"

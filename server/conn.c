@@ -44,6 +44,7 @@
 #include "access_log.h"
 #include "cache.h"
 #include "conn.h"
+#include "conn_int.h"
 #include "fastcgi.h"
 #include "handlers.h"
 #include "request.h"
@@ -51,52 +52,7 @@
 #include "uri.h"
 #include "zchttpd.h"
 
-#define IN_CAP (32u << 10)		/* request head buffer */
-#define OUT_HIGH_WATER (256u << 10)	/* stop parsing beyond this backlog */
 #define ACCEPT_BATCH 64
-#define MAX_INFLIGHT 32			/* pinned entries per connection */
-
-enum conn_state { C_IDLE, C_READING, C_WRITING, C_WAITING, C_LINGER };
-
-struct zh_conn {
-	struct zh_conn *prev, *next;	/* worker's list */
-	struct zh_conn *post_prev, *post_next;	/* worker's posted list */
-	struct zh_worker *w;
-	int fd;
-	zc_sink sink;			/* fd, probed once for iol_write */
-	enum conn_state state;
-	struct ev_timer timer;
-	char *in;			/* IN_CAP bytes, or NULL when idle */
-	size_t in_len;
-	struct http_parser parser;
-	zc_agg *out;
-	bool close_after;		/* close once out is sent */
-	bool linger;			/* the client may still be sending:
-					 * close via LINGER, not at once */
-	uint32_t events;		/* epoll mask registered */
-	bool in_epoll;			/* registered at all (see conn_new) */
-	bool active;			/* req waits in its handler */
-	bool paused;			/* ... which waits for the output to
-					 * drain (request_send said so) */
-	bool posted;			/* on the worker's posted list */
-	bool in_process;		/* process() is on the stack */
-	bool rdhup_seen;		/* half-closed with requests pending */
-	struct zh_request req;		/* the request being answered */
-	uint64_t req_start;		/* stream offset where its response
-					 * begins (sent + queued then) */
-	struct sockaddr_storage peer;
-	struct sockaddr_storage local;	/* ours, asked for when needed */
-	bool have_local;
-	/* Cache entries used by queued responses, oldest first, each with
-	 * the stream offset where its response ends: once `sent` passes
-	 * it, the entry is unpinned. */
-	uint64_t sent;
-	struct inflight {
-		struct cache_entry *e;
-		uint64_t end;
-	} fl[MAX_INFLIGHT];
-	unsigned nfl;
-};
 
 #define conn_of_timer(t) \
 	((struct zh_conn *)((char *)(t) - offsetof(struct zh_conn, timer)))
@@ -133,23 +89,6 @@ static void unpost(struct zh_conn *c)
 	c->posted = false;
 }
 
-/* Have process() run for c before the loop sleeps (request.h: handlers
- * never re-enter the connection).  Inside process() itself there is no
- * need: its loop looks again. */
-static void post(struct zh_conn *c)
-{
-	struct zh_worker *w = c->w;
-
-	if (c->posted || c->in_process)
-		return;
-	c->posted = true;
-	c->post_prev = NULL;
-	c->post_next = w->posted;
-	if (w->posted)
-		w->posted->post_prev = c;
-	w->posted = c;
-}
-
 /* The request leaves its handler: what it holds of the connection goes. */
 static void req_release(struct zh_conn *c)
 {
@@ -158,6 +97,12 @@ static void req_release(struct zh_conn *c)
 	c->req.handler = NULL;
 	c->req.wait = NULL;
 	c->req.want_input = false;
+	c->req.finished = false;
+	c->req.redirect_pending = false;
+	if (c->req.entry) {
+		cache_put(c->w->cache, c->req.entry);
+		c->req.entry = NULL;
+	}
 	free(c->req.own_headers);
 	c->req.own_headers = NULL;
 	free(c->req.own_uri);
@@ -172,8 +117,10 @@ static void conn_free(struct zh_conn *c)
 
 	if (c->active) {
 		/* The client is gone or out of time: the handler drops its
-		 * claims (a helper job, a backend request). */
-		c->req.handler->abort(&c->req);
+		 * claims (a helper job, a backend request) -- unless it had
+		 * already let go of the request. */
+		if (!c->req.finished && !c->req.redirect_pending)
+			c->req.handler->abort(&c->req);
 		req_release(c);
 	}
 	unpost(c);
@@ -374,6 +321,13 @@ static bool want_input(struct zh_conn *c)
 	return true;
 }
 
+/* Heads in the arena are named by out until they are sent. */
+static void arena_reset(struct zh_conn *c)
+{
+	if (!zc_agg_len(c->out))
+		c->arena_used = 0;
+}
+
 static bool go_idle(struct zh_conn *c)
 {
 	c->state = C_IDLE;
@@ -445,15 +399,11 @@ static bool flush(struct zh_conn *c)
 		conn_free(c);
 		return false;
 	}
+	arena_reset(c);
 	return true;
 }
 
 /* ------------------------------------------------------------ requests */
-
-static uint64_t queued_end(const struct zh_conn *c)
-{
-	return c->sent + zc_agg_len(c->out);
-}
 
 /*
  * The request in c->req is answered (err as request_finish() takes it):
@@ -465,7 +415,16 @@ static void complete(struct zh_conn *c, int err)
 	struct zh_worker *w = c->w;
 	struct zh_request *r = &c->req;
 
-	if (err > 0 && queued_end(c) != c->req_start)
+	if (!r->body_read && ((r->http.flags & HTTP_F_CHUNKED) ||
+			      ((r->http.flags & HTTP_F_CONTENT_LENGTH) &&
+			       r->http.content_length))) {
+		/* The rest of the body is on its way and cannot be told
+		 * from a next request: close, reading it meanwhile so that
+		 * our close does not reset the response away. */
+		r->keep_alive = false;
+		c->linger = true;
+	}
+	if (err > 0 && conn_queued_end(c) != c->req_start)
 		err = ZH_TRUNCATED;	/* too late for an error page */
 	if (err == ZH_TRUNCATED) {
 		/* Send what is queued, then close: a client can tell a cut
@@ -475,7 +434,7 @@ static void complete(struct zh_conn *c, int err)
 		c->linger = true;
 	} else if (err) {
 		zc_agg_truncate(c->out, zc_agg_len(c->out) -
-					(size_t)(queued_end(c) - c->req_start));
+					(size_t)(conn_queued_end(c) - c->req_start));
 		r->status = err;
 		r->body_bytes = 0;
 		if (err >= 500 && err != 501 && err != 503)
@@ -486,12 +445,16 @@ static void complete(struct zh_conn *c, int err)
 	} else if (r->entry) {
 		cache_pin(w->cache, r->entry);
 		c->fl[c->nfl].e = r->entry;
-		c->fl[c->nfl].end = queued_end(c);
+		c->fl[c->nfl].end = conn_queued_end(c);
 		c->nfl++;
+	}
+	if (r->entry) {
+		cache_put(w->cache, r->entry);	/* the request's reference */
+		r->entry = NULL;
 	}
 	count_status(w, r->status);
 	access_log_request(w->log, &c->peer, &r->http, r->status,
-			   queued_end(c) - c->req_start);
+			   conn_queued_end(c) - c->req_start);
 	if (!r->keep_alive)
 		c->close_after = true;
 }
@@ -503,19 +466,20 @@ static int route(struct zh_conn *c, struct zh_request *r)
 	const struct http_request *req = &r->http;
 	bool get = req->method == HTTP_M_GET || req->method == HTTP_M_HEAD;
 	int bad_method = req->method == HTTP_M_OTHER ? 501 : 405;
+	bool has_body = (req->flags & HTTP_F_CHUNKED) ||
+			((req->flags & HTTP_F_CONTENT_LENGTH) &&
+			 req->content_length);
 	const struct zh_fcgi_route *rt = NULL;
 	enum uri_error ue;
 
 	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
-	    req->content_length > w->cfg->max_body_bytes) {
-		/* Refused before anything else about it; its body is on its
-		 * way and will not be read. */
-		r->keep_alive = false;
-		c->linger = true;
-		return 413;
-	}
-	if (status_matches(w, req))
+	    req->content_length > w->cfg->max_body_bytes)
+		return 413;	/* refused before anything else about it */
+	if (status_matches(w, req)) {
+		if (has_body)
+			r->keep_alive = false;	/* as below */
 		return get ? status_serve(r) : bad_method;
+	}
 	/* One normalization per request (uri.h), kept in the worker's
 	 * scratch; a request that waits takes a copy (request_wait). */
 	w->uri[0] = '/';
@@ -532,13 +496,11 @@ static int route(struct zh_conn *c, struct zh_request *r)
 		rt = fastcgi_route(w, r->uri, r->uri_len);
 	if (rt)
 		return fastcgi_serve(r, rt);
-	/* A request body would have to be read and thrown away; the static
-	 * server takes none, so it answers and closes instead. */
-	if ((req->flags & HTTP_F_CHUNKED) ||
-	    ((req->flags & HTTP_F_CONTENT_LENGTH) && req->content_length)) {
+	/* A request body would have to be read and thrown away: the static
+	 * server takes none, so it answers and closes (its head must say so;
+	 * complete() lingers: body_read stays false). */
+	if (has_body)
 		r->keep_alive = false;
-		c->linger = true;
-	}
 	if (!get)
 		return bad_method;
 	return static_serve(r);
@@ -561,7 +523,7 @@ static bool answer(struct zh_conn *c, const struct http_request *req,
 		.head_only = req->method == HTTP_M_HEAD,
 		.keep_alive = (req->flags & HTTP_F_KEEP_ALIVE) && !w->stopping,
 	};
-	c->req_start = queued_end(c);
+	c->req_start = conn_queued_end(c);
 	w->stats->requests++;
 	err = route(c, r);
 	if (err == ZH_WAIT)
@@ -613,6 +575,52 @@ static bool answer_buffered(struct zh_conn *c)
 	return false;
 }
 
+/* The handler finished the request (request_finish): answer it for good
+ * and drop its head; what follows in the input is the next request. */
+static void settle(struct zh_conn *c)
+{
+	complete(c, c->req.finish_err);
+	consume(c, c->req.head_len);
+	req_release(c);
+}
+
+/* A local redirect (request_redirect): the same request, now a GET of the
+ * new path without a body, routed from the start. */
+static void reroute(struct zh_conn *c)
+{
+	struct zh_request *r = &c->req;
+	int err;
+
+	r->redirect_pending = false;
+	r->handler = NULL;
+	r->wait = NULL;
+	r->want_input = false;
+	c->paused = false;
+	if (!r->body_read && (r->http.flags & (HTTP_F_CHUNKED |
+					       HTTP_F_CONTENT_LENGTH)) &&
+	    (r->http.content_length || (r->http.flags & HTTP_F_CHUNKED))) {
+		r->keep_alive = false;	/* the old body is still coming */
+		c->linger = true;
+	}
+	r->http.method = HTTP_M_GET;
+	r->http.method_str = (struct http_str){ "GET", 3 };
+	r->http.target = r->http.path =
+		(struct http_str){ r->redirect, r->redirect_len };
+	r->http.flags &= ~(HTTP_F_CONTENT_LENGTH | HTTP_F_CHUNKED |
+			   HTTP_F_EXPECT_CONTINUE);
+	r->http.content_length = 0;
+	free(r->own_uri);
+	r->own_uri = NULL;
+	r->uri = NULL;
+	r->status = 0;
+	r->body_bytes = 0;
+	err = route(c, r);
+	if (err != ZH_WAIT) {
+		r->finished = true;	/* settled by the caller's loop */
+		r->finish_err = err;
+	}
+}
+
 /* A handler has the request and nothing is left to send: wait for it,
  * reading only if it asked for input.  Its progress is bounded by the
  * send timeout (re-armed whenever it produced output).  Returns false if
@@ -643,6 +651,12 @@ static bool step(struct zh_conn *c)
 	bool need_more = false;
 
 	for (;;) {
+		if (c->active && c->req.finished)
+			settle(c);
+		else if (c->active && c->req.redirect_pending)
+			reroute(c);
+		if (c->active && (c->req.finished || c->req.redirect_pending))
+			continue;
 		if (!c->active)
 			need_more = answer_buffered(c);
 		if (zc_agg_len(c->out)) {
@@ -653,6 +667,8 @@ static bool step(struct zh_conn *c)
 				return true;	/* EPOLLOUT calls us back */
 		}
 		if (c->active) {
+			if (c->req.finished || c->req.redirect_pending)
+				continue;
 			if (c->paused) {
 				/* The handler may produce again; what it
 				 * does is looked at by this same loop. */
@@ -693,178 +709,6 @@ static void process(struct zh_conn *c)
 		c->in_process = false;
 }
 
-/* ------------------------------------------------------- request.h */
-
-zc_agg *request_out(struct zh_request *r)
-{
-	return r->conn->out;
-}
-
-int request_wait(struct zh_request *r, const struct zh_handler *h,
-		 void *wait)
-{
-	struct zh_conn *c = r->conn;
-	size_t n = r->http.num_headers;
-
-	/* The worker's header slots and path scratch belong to the next
-	 * request parsed on any connection: a waiting request keeps copies
-	 * of its own (once: a redirected request has them already). */
-	if (r->uri && !r->own_uri) {
-		r->own_uri = strndup(r->uri, r->uri_len);
-		if (!r->own_uri)
-			return 503;
-		r->uri = r->own_uri;
-	}
-	if (n && !r->own_headers) {
-		r->own_headers = malloc(n * sizeof(*r->own_headers));
-		if (!r->own_headers)
-			return 503;
-		memcpy(r->own_headers, r->http.headers,
-		       n * sizeof(*r->own_headers));
-		r->http.headers = r->own_headers;
-	}
-	r->handler = h;
-	r->wait = wait;
-	c->active = true;
-	return 0;
-}
-
-void request_finish(struct zh_request *r, int err)
-{
-	struct zh_conn *c = r->conn;
-
-	complete(c, err);
-	consume(c, r->head_len);
-	req_release(c);
-	post(c);
-}
-
-bool request_send(struct zh_request *r)
-{
-	struct zh_conn *c = r->conn;
-
-	post(c);
-	if (zc_agg_len(c->out) < OUT_HIGH_WATER)
-		return true;
-	c->paused = true;
-	return false;
-}
-
-size_t request_queued(const struct zh_request *r)
-{
-	return (size_t)(queued_end(r->conn) - r->conn->req_start);
-}
-
-void request_want_input(struct zh_request *r, bool on)
-{
-	r->want_input = on;
-	post(r->conn);
-}
-
-void request_input(struct zh_request *r, const char **p, size_t *len)
-{
-	struct zh_conn *c = r->conn;
-
-	*p = c->in + r->head_len;
-	*len = c->in_len - r->head_len;
-}
-
-void request_input_consume(struct zh_request *r, size_t n)
-{
-	struct zh_conn *c = r->conn;
-	char *body = c->in + r->head_len;
-
-	memmove(body, body + n, c->in_len - r->head_len - n);
-	c->in_len -= n;
-}
-
-int request_fd(const struct zh_request *r)
-{
-	return r->conn->fd;
-}
-
-ssize_t request_read(struct zh_request *r)
-{
-	struct zh_conn *c = r->conn;
-	ssize_t n;
-
-	if (c->in_len == IN_CAP)
-		return -ENOBUFS;	/* the handler must take some first */
-	n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
-	if (n < 0)
-		return errno == EINTR ? -EAGAIN : -errno;
-	c->in_len += (size_t)n;
-	return n;
-}
-
-int request_continue(struct zh_request *r)
-{
-	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-	struct zh_conn *c = r->conn;
-	int err;
-
-	if (r->http.minor < 1)
-		return 0;	/* HTTP/1.0 knows no interim responses */
-	err = zc_agg_append_bytes(c->out, NULL, cont, sizeof(cont) - 1);
-	if (err)
-		return err;
-	/* Not part of the final response (error pages, the log). */
-	c->req_start += sizeof(cont) - 1;
-	post(c);
-	return 0;
-}
-
-void request_redirect(struct zh_request *r, const char *path, size_t len)
-{
-	struct zh_conn *c = r->conn;
-	char *to;
-	int err;
-
-	r->handler = NULL;
-	r->wait = NULL;
-	r->want_input = false;
-	c->active = false;
-	c->paused = false;
-	if (++r->redirects > 10 || !(to = strndup(path, len))) {
-		request_finish(r, 500);
-		return;
-	}
-	free(r->redirect);
-	r->redirect = to;
-	/* The same request, now a GET of `to` without a body. */
-	r->http.method = HTTP_M_GET;
-	r->http.method_str = (struct http_str){ "GET", 3 };
-	r->http.target = r->http.path = (struct http_str){ to, len };
-	r->http.flags &= ~(HTTP_F_CONTENT_LENGTH | HTTP_F_CHUNKED |
-			   HTTP_F_EXPECT_CONTINUE);
-	r->http.content_length = 0;
-	free(r->own_uri);
-	r->own_uri = NULL;
-	r->uri = NULL;
-	r->entry = NULL;
-	r->status = 0;
-	r->body_bytes = 0;
-	err = route(c, r);
-	if (err != ZH_WAIT)
-		request_finish(r, err);
-}
-
-const struct sockaddr_storage *request_peer(const struct zh_request *r)
-{
-	return &r->conn->peer;
-}
-
-const struct sockaddr_storage *request_local(struct zh_request *r)
-{
-	struct zh_conn *c = r->conn;
-	socklen_t len = sizeof(c->local);
-
-	if (!c->have_local &&
-	    getsockname(c->fd, (struct sockaddr *)&c->local, &len) == 0)
-		c->have_local = true;
-	return &c->local;
-}
-
 /* ------------------------------------------------------------ input */
 
 static void do_read(struct zh_conn *c)
@@ -880,7 +724,8 @@ static void do_read(struct zh_conn *c)
 		return;
 	}
 	if (!c->in) {
-		c->in = malloc(IN_CAP);
+		c->in = malloc(IN_CAP + HEAD_ARENA);
+		c->arena_used = 0;
 		if (!c->in) {
 			conn_free(c);
 			return;
@@ -894,7 +739,7 @@ static void do_read(struct zh_conn *c)
 		}
 		/* Nothing yet (a new connection whose request is not here,
 		 * or a spurious wake-up): wait, holding no buffer if idle. */
-		if (!c->in_len) {
+		if (!c->in_len && !zc_agg_len(c->out)) {
 			free(c->in);
 			c->in = NULL;
 		}
@@ -923,6 +768,10 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 	if (c->state == C_WAITING) {
 		char b;
 
+		if (c->req.finished || c->req.redirect_pending) {
+			process(c);	/* settle it; input waits its turn */
+			return;
+		}
 		if (c->req.want_input && (ev & EPOLLIN)) {
 			/* The handler reads (a request body); it reports
 			 * through request.h, which posts us. */

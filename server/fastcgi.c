@@ -58,6 +58,7 @@
 
 struct fcgi_req {
 	struct fcgi_client cl;		/* first: callbacks find us by it */
+	struct ev_timer qtimer;		/* waiting in the backend's queue */
 	struct zh_request *r;		/* NULL: the client went away */
 	struct zh_worker *w;
 	const struct zh_fcgi_route *rt;
@@ -88,6 +89,32 @@ struct fcgi_req {
 };
 
 static const struct zh_handler fastcgi_handler;
+static void finish(struct fcgi_req *f, int err);
+
+/* No link came within --fastcgi-timeout (every connection busy with
+ * slow requests): 504, as for a backend that does not answer. */
+static void on_queue_timeout(struct ev_loop *loop, struct ev_timer *t)
+{
+	struct fcgi_req *f = (struct fcgi_req *)((char *)t -
+					offsetof(struct fcgi_req, qtimer));
+
+	(void)loop;
+	fcgi_link_cancel(f->w, f->rt, &f->cl);
+	fprintf(stderr, "zchttpd: fastcgi %s: no connection free within "
+		"the timeout\n", f->rt->spec);
+	finish(f, 504);
+}
+
+/* Ask for a link; the queue wait (if any) is bounded. */
+static int acquire(struct fcgi_req *f)
+{
+	int err = fcgi_link_acquire(f->w, f->rt, &f->cl);
+
+	if (!err && f->cl.queued)
+		ev_timer_arm(f->w->loop, &f->w->t_fcgi, &f->qtimer,
+			     on_queue_timeout);
+	return err;
+}
 
 /* ------------------------------------------------------------ routes */
 
@@ -137,6 +164,7 @@ const struct zh_fcgi_route *fastcgi_route(const struct zh_worker *w,
 
 static void req_free(struct fcgi_req *f)
 {
+	ev_timer_disarm(&f->qtimer);
 	if (f->spill_fd >= 0)
 		close(f->spill_fd);
 	zc_agg_release(f->body);
@@ -151,12 +179,9 @@ static void finish(struct fcgi_req *f, int err)
 	struct zh_request *r = f->r;
 
 	if (r) {
-		if (!f->body_read) {
-			/* The app answered without reading the whole body:
-			 * the rest is on its way and cannot be told apart
-			 * from a next request.  Close after this one. */
-			r->keep_alive = false;
-		}
+		/* An app may answer before it read the whole body; then the
+		 * connection closes after this response (request.h). */
+		r->body_read = f->body_read;
 		request_finish(r, err);
 	}
 	req_free(f);
@@ -459,7 +484,7 @@ static void on_input(struct zh_request *r)
 	    fcgi_link_queued(f->link) >= TX_HIGH_WATER)
 		request_want_input(r, false);
 	if (!err && !f->link && f->chunked_in && f->body_read)
-		err = fcgi_link_acquire(f->w, f->rt, &f->cl);
+		err = acquire(f);
 	if (!err)
 		return;
 fail:
@@ -570,7 +595,7 @@ static int gather_head(struct fcgi_req *f, zc_agg *content)
 	r->status = f->rep.status;
 	if (f->rep.close_delimited)
 		r->keep_alive = false;
-	if (fcgi_reply_head(&h, &f->rep, r->keep_alive, request_out(r)))
+	if (fcgi_reply_head(&h, &f->rep, r->keep_alive, r))
 		return 503;
 	return emit_body(f, content) ? ZH_TRUNCATED : 0;
 }
@@ -628,8 +653,7 @@ static void on_end(struct fcgi_req *f, zc_agg *content)
 		char *to = f->redirect;
 
 		f->redirect = NULL;
-		if (!f->body_read)
-			r->keep_alive = false;
+		r->body_read = f->body_read;
 		req_free(f);
 		request_redirect(r, to, strlen(to));
 		free(to);
@@ -663,6 +687,7 @@ static void cl_attached(struct fcgi_client *cl, struct fcgi_link *l)
 	struct fcgi_req *f = of_client(cl);
 	int err;
 
+	ev_timer_disarm(&f->qtimer);
 	f->link = l;
 	err = push(f);
 	if (!err)
@@ -791,9 +816,9 @@ int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *rt)
 	if (f->chunked_in) {
 		err = pull_body(f);	/* the link when it is all here */
 		if (!err && f->body_read)
-			err = fcgi_link_acquire(f->w, rt, &f->cl);
+			err = acquire(f);
 	} else {
-		err = fcgi_link_acquire(f->w, rt, &f->cl);
+		err = acquire(f);
 	}
 	if (err) {
 		/* The handler still owns r: answer the error through it. */
@@ -814,4 +839,9 @@ int fastcgi_worker_init(struct zh_worker *w)
 void fastcgi_worker_fini(struct zh_worker *w)
 {
 	fcgi_upstreams_fini(w);
+}
+
+void fastcgi_run_posted(struct zh_worker *w)
+{
+	fcgi_run_posted(w);
 }

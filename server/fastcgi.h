@@ -43,6 +43,11 @@ struct zh_fcgi_route {
 	socklen_t addr_len;
 	unsigned spawn;			/* processes to start, 0: none */
 	char **argv;			/* their program and arguments */
+	/* Spawned: worker w connects to worker_addr[w] only, where
+	 * per_worker processes accept (fcgi_spawn.c says why). */
+	const struct sockaddr_storage *worker_addr;
+	socklen_t worker_addr_len;
+	unsigned per_worker;
 };
 
 struct zh_worker;
@@ -61,5 +66,8 @@ int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *route);
  * and their end (connections closed, waiting requests already gone). */
 int fastcgi_worker_init(struct zh_worker *w);
 void fastcgi_worker_fini(struct zh_worker *w);
+/* Work resumed by requests (a backend link that may deliver again), run
+ * before the loop sleeps. */
+void fastcgi_run_posted(struct zh_worker *w);
 
 #endif

@@ -20,6 +20,7 @@
 
 #include "fcgi_reply.h"
 #include "http_parser.h"
+#include "request.h"
 #include "respond.h"
 
 /* Fields the server owns (hop-by-hop or its own). */
@@ -93,7 +94,7 @@ int fcgi_reply_plan(const struct cgi_head *h, bool head_only, int minor,
 }
 
 int fcgi_reply_head(const struct cgi_head *h, const struct fcgi_reply *rep,
-		    bool keep_alive, zc_agg *out)
+		    bool keep_alive, struct zh_request *r)
 {
 	size_t cap = 512 + h->reason_len + h->location_len +
 		     h->content_type_len;
@@ -139,7 +140,8 @@ int fcgi_reply_head(const struct cgi_head *h, const struct fcgi_reply *rep,
 	addz(&o, keep_alive && !rep->close_delimited
 			 ? "Connection: keep-alive\r\n\r\n"
 			 : "Connection: close\r\n\r\n");
-	err = o.cap ? zc_agg_append_bytes(out, NULL, o.p, o.len) : -1;
+	/* Into the connection's head arena (a copy, but no buffer). */
+	err = o.cap ? request_head_append(r, o.p, o.len) : -1;
 	free(o.p);
 	return err ? -1 : 0;
 }

@@ -23,8 +23,10 @@ struct fcgi_reply {
  * status): the server answers 502. */
 int fcgi_reply_plan(const struct cgi_head *h, bool head_only, int minor,
 		    struct fcgi_reply *rep);
-/* Append the HTTP head for it to out.  0, or -1 when out of memory. */
+/* Append the HTTP head for it to r's output.  0, or -1 when out of
+ * memory. */
+struct zh_request;
 int fcgi_reply_head(const struct cgi_head *h, const struct fcgi_reply *rep,
-		    bool keep_alive, zc_agg *out);
+		    bool keep_alive, struct zh_request *r);
 
 #endif

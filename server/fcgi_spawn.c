@@ -3,9 +3,15 @@
  *
  * The FastCGI way to start an application: its listening socket is its
  * fd 0 (FCGI_LISTENSOCK_FILENO), so the same program works under any
- * server that spawns it.  Each route gets one socket in a private
- * directory and N processes accepting on it; the kernel hands each new
- * connection to whichever process accepts first.
+ * server that spawns it.
+ *
+ * One socket per route *per worker*, each with its share of the N
+ * processes (at least one; N is rounded up to a multiple of the workers),
+ * and a worker keeps no more connections to its socket than it has
+ * processes behind it.  A FastCGI process serves one connection at a
+ * time, and a kept-alive connection holds its process even while idle: if
+ * every worker could connect to every process, one worker's idle
+ * connections would keep another's requests waiting in the backlog.
  *
  * Supervision: a process that exits is started again, after a delay that
  * doubles (from 100 ms up to 10 s) while processes keep dying young, and
@@ -43,7 +49,8 @@ struct proc {
 };
 
 struct spawned {
-	const struct zh_fcgi_route *rt;	/* its argv; addr is ours */
+	const struct zh_fcgi_route *rt;	/* its argv; addrs are ours */
+	unsigned worker;		/* whose share this is */
 	char path[108];
 	int lfd;
 	unsigned backoff_ms;
@@ -53,8 +60,10 @@ struct spawned {
 
 struct fcgi_spawner {
 	char dir[64];
+	unsigned nworkers;
 	unsigned n;
-	struct spawned *sp;
+	struct spawned *sp;		/* per route, per worker */
+	struct sockaddr_storage *addrs;	/* the routes' per-worker addresses */
 };
 
 static uint64_t now_ms(void)
@@ -95,7 +104,7 @@ static void start_proc(struct spawned *s, struct proc *p)
 	_exit(127);
 }
 
-static int open_socket(struct spawned *s, uid_t uid, gid_t gid)
+static int open_socket(struct spawned *s)
 {
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -104,8 +113,7 @@ static int open_socket(struct spawned *s, uid_t uid, gid_t gid)
 		return -errno;
 	snprintf(un.sun_path, sizeof(un.sun_path), "%s", s->path);
 	if (bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0 ||
-	    listen(fd, 1024) < 0 ||
-	    (uid != (uid_t)-1 && chown(s->path, uid, gid) < 0)) {
+	    listen(fd, 1024) < 0) {
 		int err = -errno;
 
 		close(fd);
@@ -115,19 +123,34 @@ static int open_socket(struct spawned *s, uid_t uid, gid_t gid)
 	return 0;
 }
 
-/* The route's address: our socket. */
-static void set_addr(struct zh_fcgi_route *rt, const char *path)
+/* A UNIX socket's address. */
+static void set_addr(struct sockaddr_storage *ss, socklen_t *len,
+		     const char *path)
 {
-	struct sockaddr_un *un = (struct sockaddr_un *)&rt->addr;
+	struct sockaddr_un *un = (struct sockaddr_un *)ss;
 
-	memset(&rt->addr, 0, sizeof(rt->addr));
+	memset(ss, 0, sizeof(*ss));
 	un->sun_family = AF_UNIX;
 	snprintf(un->sun_path, sizeof(un->sun_path), "%s", path);
-	rt->addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-				   strlen(un->sun_path) + 1);
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+			   strlen(un->sun_path) + 1);
 }
 
-int fcgi_spawn_start(struct zh_config *cfg, uid_t uid, gid_t gid,
+/* Point the route at its per-worker sockets (sp[first .. first+W)). */
+static void route_addrs(struct fcgi_spawner *sw, struct zh_fcgi_route *rt,
+			unsigned first)
+{
+	socklen_t len = 0;
+
+	rt->worker_addr = &sw->addrs[first];
+	for (unsigned w = 0; w < sw->nworkers; w++)
+		set_addr(&sw->addrs[first + w], &len, sw->sp[first + w].path);
+	rt->worker_addr_len = len;	/* same length: same name pattern */
+	rt->per_worker = sw->sp[first].n;
+	set_addr(&rt->addr, &rt->addr_len, sw->sp[first].path);
+}
+
+int fcgi_spawn_start(struct zh_config *cfg, unsigned nworkers,
 		     struct fcgi_spawner **out)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -140,47 +163,54 @@ int fcgi_spawn_start(struct zh_config *cfg, uid_t uid, gid_t gid,
 	if (!n)
 		return 0;
 	sw = calloc(1, sizeof(*sw));
-	if (!sw || !(sw->sp = calloc(n, sizeof(*sw->sp))))
+	if (!sw || !(sw->sp = calloc(n * nworkers, sizeof(*sw->sp))) ||
+	    !(sw->addrs = calloc(n * nworkers, sizeof(*sw->addrs))))
 		goto oom;
+	sw->nworkers = nworkers;
 	snprintf(sw->dir, sizeof(sw->dir), "%s/zchttpd.XXXXXX",
 		 tmp && strlen(tmp) < 40 ? tmp : "/tmp");
 	if (!mkdtemp(sw->dir)) {
 		fprintf(stderr, "zchttpd: %s: %s\n", sw->dir, strerror(errno));
+		free(sw->addrs);
 		free(sw->sp);
 		free(sw);
 		return -1;
 	}
-	if (uid != (uid_t)-1 && chown(sw->dir, uid, gid) < 0)
-		fprintf(stderr, "zchttpd: chown %s: %s\n", sw->dir,
-			strerror(errno));
 	*out = sw;
 	for (unsigned i = 0; i < cfg->nfcgi; i++) {
 		struct zh_fcgi_route *rt = &cfg->fcgi[i];
-		struct spawned *s;
-		int err;
+		unsigned each = (rt->spawn + nworkers - 1) / nworkers;
+		unsigned first = sw->n;
 
 		if (!rt->spawn)
 			continue;
-		s = &sw->sp[sw->n++];
-		s->rt = rt;
-		s->lfd = -1;
-		s->n = rt->spawn;
-		s->backoff_ms = BACKOFF_MIN_MS;
-		snprintf(s->path, sizeof(s->path), "%s/%u.sock", sw->dir, i);
-		s->procs = calloc(s->n, sizeof(*s->procs));
-		if (!s->procs)
-			goto oom;
-		err = open_socket(s, uid, gid);
-		if (err) {
-			fprintf(stderr, "zchttpd: fastcgi %s: %s: %s\n",
-				rt->spec, s->path, strerror(-err));
-			return -1;
+		for (unsigned w = 0; w < nworkers; w++) {
+			struct spawned *s = &sw->sp[sw->n++];
+			int err;
+
+			s->rt = rt;
+			s->worker = w;
+			s->lfd = -1;
+			s->n = each;
+			s->backoff_ms = BACKOFF_MIN_MS;
+			snprintf(s->path, sizeof(s->path), "%s/%u-%u.sock",
+				 sw->dir, i, w);
+			s->procs = calloc(s->n, sizeof(*s->procs));
+			if (!s->procs)
+				goto oom;
+			err = open_socket(s);
+			if (err) {
+				fprintf(stderr, "zchttpd: fastcgi %s: %s: %s\n",
+					rt->spec, s->path, strerror(-err));
+				return -1;
+			}
+			for (unsigned k = 0; k < s->n; k++)
+				start_proc(s, &s->procs[k]);
 		}
-		set_addr(rt, s->path);
-		fprintf(stderr, "zchttpd: fastcgi %s: %u process%s on %s\n",
-			rt->spec, s->n, s->n > 1 ? "es" : "", s->path);
-		for (unsigned k = 0; k < s->n; k++)
-			start_proc(s, &s->procs[k]);
+		route_addrs(sw, rt, first);
+		fprintf(stderr, "zchttpd: fastcgi %s: %u process%s on %s/%u-*.sock "
+			"(%u per worker)\n", rt->spec, each * nworkers,
+			each * nworkers > 1 ? "es" : "", sw->dir, i, each);
 	}
 	return 0;
 oom:
@@ -188,7 +218,8 @@ oom:
 	return -1;
 }
 
-bool fcgi_spawn_reaped(struct fcgi_spawner *sw, pid_t pid, int status)
+bool fcgi_spawn_reaped(struct fcgi_spawner *sw, pid_t pid, int status,
+		       bool stopping)
 {
 	uint64_t now = now_ms();
 
@@ -201,6 +232,10 @@ bool fcgi_spawn_reaped(struct fcgi_spawner *sw, pid_t pid, int status)
 			if (p->pid != pid)
 				continue;
 			p->pid = 0;
+			if (stopping) {
+				p->restart_at_ms = UINT64_MAX;
+				return true;
+			}
 			if (now - p->started_ms >= HEALTHY_MS)
 				s->backoff_ms = BACKOFF_MIN_MS;
 			fprintf(stderr, "zchttpd: fastcgi %s: pid %d %s %d; "
@@ -257,16 +292,19 @@ int fcgi_spawn_adopt(struct fcgi_spawner *sw, struct zh_config *cfg)
 			continue;
 		if (!sw || k >= sw->n || strcmp(sw->sp[k].rt->spec, rt->spec))
 			goto changed;
-		set_addr(rt, sw->sp[k].path);
-		k++;
+		k += sw->nworkers;
 	}
 	if (sw && k != sw->n)
 		goto changed;
 	/* The running processes keep their argv (from the old options):
 	 * point at the new, identical copy before the old one is freed. */
-	for (unsigned i = 0, j = 0; sw && i < cfg->nfcgi; i++)
-		if (cfg->fcgi[i].spawn)
+	for (unsigned i = 0, j = 0; sw && i < cfg->nfcgi; i++) {
+		if (!cfg->fcgi[i].spawn)
+			continue;
+		route_addrs(sw, &cfg->fcgi[i], j);
+		for (unsigned w = 0; w < sw->nworkers; w++)
 			sw->sp[j++].rt = &cfg->fcgi[i];
+	}
 	return 0;
 changed:
 	fprintf(stderr, "zchttpd: reload refused: --fastcgi-spawn changed "
@@ -328,6 +366,7 @@ void fcgi_spawn_stop(struct fcgi_spawner *sw)
 		free(sw->sp[i].procs);
 	}
 	rmdir(sw->dir);
+	free(sw->addrs);
 	free(sw->sp);
 	free(sw);
 }

@@ -54,6 +54,8 @@ struct fcgi_upstream {
 	struct zh_worker *w;
 	struct fcgi_link *idle;		/* most recently used first */
 	unsigned nlinks;		/* every link, whatever its state */
+	unsigned max_links;		/* --fastcgi-conns, or fewer: as many
+					 * as spawned processes serve us */
 	struct fcgi_client *qhead, *qtail;
 	unsigned nqueued;
 };
@@ -72,6 +74,8 @@ struct fcgi_link {
 	bool eof;			/* the backend closed */
 	int busy;			/* our code is on the stack */
 	bool doomed;			/* close when it unwinds */
+	bool posted;			/* on the worker's posted list */
+	struct fcgi_link *post_next;
 	unsigned long served;
 	struct ev_timer timer;
 };
@@ -98,6 +102,11 @@ static void link_free(struct fcgi_link *l)
 	for (pp = &up->idle; *pp; pp = &(*pp)->next)
 		if (*pp == l) {
 			*pp = l->next;
+			break;
+		}
+	for (pp = &up->w->fcgi_posted; l->posted && *pp; pp = &(*pp)->post_next)
+		if (*pp == l) {
+			*pp = l->post_next;
 			break;
 		}
 	ev_timer_disarm(&l->timer);
@@ -127,8 +136,30 @@ static void link_arm(struct fcgi_link *l, bool idle)
 {
 	struct zh_worker *w = l->up->w;
 
-	ev_timer_arm(w->loop, idle ? &w->t_idle : &w->t_fcgi, &l->timer,
+	ev_timer_arm(w->loop, idle ? &w->t_fcgi_idle : &w->t_fcgi, &l->timer,
 		     on_link_timeout);
+}
+
+static int link_open(struct fcgi_upstream *up, struct fcgi_link **out);
+static void fail_queue(struct fcgi_upstream *up, int status);
+
+/* A link is gone.  If it had been connected, the backend may well be
+ * fine (only that connection ended): requests still queued get a new link
+ * if there is room.  If it never connected, the backend is not there:
+ * the queue fails with `status` once no link is left that could serve
+ * it (retrying would only spin). */
+static void link_destroy(struct fcgi_link *l, int status)
+{
+	struct fcgi_upstream *up = l->up;
+	bool was_connected = l->state != L_CONNECTING &&
+			     l->state != L_HANDSHAKE;
+	struct fcgi_link *fresh;
+
+	link_free(l);
+	if (was_connected && up->qhead && up->nlinks < up->max_links &&
+	    link_open(up, &fresh) == 0)
+		return;
+	fail_queue(up, status);
 }
 
 /* The request is done with its link: end it now or when our own code
@@ -139,7 +170,19 @@ static void link_close(struct fcgi_link *l)
 	if (l->busy)
 		l->doomed = true;
 	else
-		link_free(l);
+		link_destroy(l, 502);
+}
+
+/* The link serves cl's request from now on. */
+static void link_attach(struct fcgi_link *l, struct fcgi_client *cl)
+{
+	l->state = L_ACTIVE;
+	l->cl = cl;
+	l->held = false;
+	link_arm(l, false);
+	l->busy++;
+	cl->attached(cl, l);
+	l->busy--;
 }
 
 /* Give a ready link to the first queued request, or park it idle. */
@@ -154,13 +197,7 @@ static void link_ready(struct fcgi_link *l)
 			up->qtail = NULL;
 		up->nqueued--;
 		cl->queued = false;
-		l->state = L_ACTIVE;
-		l->cl = cl;
-		l->held = false;
-		link_arm(l, false);
-		l->busy++;
-		cl->attached(cl, l);
-		l->busy--;
+		link_attach(l, cl);
 		return;
 	}
 	l->state = L_IDLE;
@@ -188,7 +225,6 @@ static void fail_queue(struct fcgi_upstream *up, int status)
 
 static void link_fail(struct fcgi_link *l, int status)
 {
-	struct fcgi_upstream *up = l->up;
 	struct fcgi_client *cl = l->cl;
 
 	if (l->doomed && !cl)
@@ -197,10 +233,8 @@ static void link_fail(struct fcgi_link *l, int status)
 	l->doomed = true;
 	if (cl && l->state == L_ACTIVE)
 		cl->failed(cl, status);
-	if (!l->busy) {
-		link_free(l);
-		fail_queue(up, status);
-	}
+	if (!l->busy)
+		link_destroy(l, status);
 }
 
 static void on_link_timeout(struct ev_loop *loop, struct ev_timer *t)
@@ -215,12 +249,8 @@ static void on_link_timeout(struct ev_loop *loop, struct ev_timer *t)
 	l->busy++;
 	link_fail(l, 504);
 	l->busy--;
-	if (l->doomed) {
-		struct fcgi_upstream *up = l->up;
-
-		link_free(l);
-		fail_queue(up, 504);
-	}
+	if (l->doomed)
+		link_destroy(l, 504);
 }
 
 /* ------------------------------------------------------------ connect */
@@ -236,7 +266,14 @@ static int link_open(struct fcgi_upstream *up, struct fcgi_link **out)
 		err = -ENOMEM;
 		goto fail_alloc;
 	}
-	fd = socket(rt->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	const struct sockaddr_storage *addr = &rt->addr;
+	socklen_t alen = rt->addr_len;
+
+	if (rt->worker_addr) {	/* spawned: this worker's own processes */
+		addr = &rt->worker_addr[up->w->index];
+		alen = rt->worker_addr_len;
+	}
+	fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 		    SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		err = -errno;
@@ -245,7 +282,7 @@ static int link_open(struct fcgi_upstream *up, struct fcgi_link **out)
 	l->up = up;
 	l->fd = fd;
 	l->state = L_CONNECTING;
-	if (connect(fd, (const struct sockaddr *)&rt->addr, rt->addr_len) &&
+	if (connect(fd, (const struct sockaddr *)addr, alen) &&
 	    errno != EINPROGRESS) {
 		/* ECONNREFUSED, ENOENT; a UNIX socket whose backlog is full
 		 * says EAGAIN: the backend is overloaded, the same 502. */
@@ -443,20 +480,55 @@ static int link_read(struct fcgi_link *l)
 	return 0;
 }
 
+/*
+ * Channel messages carry at most MSG_SLICES slices: a message must fit the
+ * channel's descriptor ring (256 slots), and a large request body framed as
+ * records is thousands of slices (a header and a part per 64 KiB).  Records
+ * need not align with messages: the receiver joins them.
+ */
+#define MSG_SLICES 96
+
+static int write_channel(struct fcgi_link *l)
+{
+	while (zc_agg_len(l->tx)) {
+		zc_agg *rest = NULL;
+		size_t bytes = 0;
+		struct zc_slice s;
+		int err = 0;
+
+		for (size_t i = 0; i < MSG_SLICES &&
+				   !zc_agg_slice(l->tx, i, &s); i++)
+			bytes += s.len;
+		if (bytes < zc_agg_len(l->tx))
+			err = zc_agg_split(l->tx, bytes, &rest);
+		if (!err)
+			err = zc_channel_send(l->ch, l->tx);
+		if (!err) {
+			zc_agg_release(l->tx);
+			l->tx = rest;
+			if (!l->tx && (err = zc_agg_create(&l->tx)))
+				return err;
+			continue;
+		}
+		if (rest) {	/* not sent: whole again */
+			int e2 = zc_agg_concat(l->tx, rest);
+
+			zc_agg_release(rest);
+			if (e2)
+				return e2;
+		}
+		return err == -EAGAIN ? 0 : err;	/* room rings the bell */
+	}
+	return 0;
+}
+
 /* Send what is queued.  0 (sent or waiting for room) or a negative errno. */
 static int link_write(struct fcgi_link *l)
 {
 	if (!zc_agg_len(l->tx))
 		return 0;
-	if (l->ch) {
-		int err = zc_channel_send(l->ch, l->tx);
-
-		if (err == -EAGAIN)
-			return 0;	/* room rings the channel's bell */
-		if (err)
-			return err;
-		return zc_agg_truncate(l->tx, 0);
-	}
+	if (l->ch)
+		return write_channel(l);
 	while (zc_agg_len(l->tx)) {
 		ssize_t n = iol_write_sink(&l->sink, l->tx);
 
@@ -524,12 +596,8 @@ static void link_pump(struct fcgi_link *l)
 		link_arm(l, false);	/* progress: the clock starts again */
 out:
 	l->busy--;
-	if (l->doomed && !l->busy) {
-		struct fcgi_upstream *up = l->up;
-
-		link_free(l);
-		fail_queue(up, 502);
-	}
+	if (l->doomed && !l->busy)
+		link_destroy(l, 502);
 }
 
 static void on_link_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
@@ -543,12 +611,8 @@ static void on_link_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 		l->busy++;
 		link_connected(l);
 		l->busy--;
-		if (l->doomed) {
-			struct fcgi_upstream *up = l->up;
-
-			link_free(l);
-			fail_queue(up, 502);
-		}
+		if (l->doomed)
+			link_destroy(l, 502);
 		return;
 	}
 	link_pump(l);
@@ -565,20 +629,14 @@ int fcgi_link_acquire(struct zh_worker *w, const struct zh_fcgi_route *rt,
 	if (l) {
 		up->idle = l->next;
 		l->next = NULL;
-		l->state = L_ACTIVE;
-		l->cl = cl;
-		l->held = false;
-		link_arm(l, false);
-		l->busy++;
-		cl->attached(cl, l);
-		l->busy--;
+		link_attach(l, cl);
 		if (l->doomed && !l->busy)
-			link_free(l);
+			link_destroy(l, 502);
 		return 0;
 	}
 	if (up->nqueued >= w->cfg->fcgi_queue)
 		return 503;
-	if (up->nlinks < w->cfg->fcgi_conns) {
+	if (up->nlinks < up->max_links) {
 		int err = link_open(up, &l);
 
 		if (err) {
@@ -618,6 +676,33 @@ void fcgi_link_cancel(struct zh_worker *w, const struct zh_fcgi_route *rt,
 	}
 }
 
+/* Pump l before the loop sleeps (fastcgi_run_posted): API calls never
+ * call the client back themselves, only the link's own wake-ups do. */
+static void link_post(struct fcgi_link *l)
+{
+	struct zh_worker *w = l->up->w;
+
+	if (l->posted)
+		return;
+	l->posted = true;
+	l->post_next = w->fcgi_posted;
+	w->fcgi_posted = l;
+}
+
+void fcgi_run_posted(struct zh_worker *w)
+{
+	while (w->fcgi_posted) {
+		struct fcgi_link *l = w->fcgi_posted;
+
+		w->fcgi_posted = l->post_next;
+		l->posted = false;
+		if (l->doomed && !l->busy)
+			link_destroy(l, 502);
+		else
+			link_pump(l);
+	}
+}
+
 int fcgi_link_send(struct fcgi_link *l, zc_agg *records)
 {
 	int err = zc_agg_concat(l->tx, records);
@@ -625,12 +710,11 @@ int fcgi_link_send(struct fcgi_link *l, zc_agg *records)
 	zc_agg_truncate(records, 0);
 	if (err)
 		return err;
-	if (!l->busy)
-		link_pump(l);
-	else if (!l->ch)
+	/* Write now (a request's records go out without waiting a loop
+	 * turn), but deliver nothing: the caller is the client itself. */
+	err = link_write(l);
+	if (!err && zc_agg_len(l->tx) && !l->ch)
 		link_set_events(l, l->events | EPOLLOUT);
-	else
-		err = link_write(l);
 	return err;
 }
 
@@ -644,8 +728,8 @@ void fcgi_link_hold(struct fcgi_link *l, bool hold)
 	if (l->held == hold)
 		return;
 	l->held = hold;
-	if (!hold && !l->busy)
-		link_pump(l);	/* records already here, then read again */
+	if (!hold)
+		link_post(l);	/* records already here, then read again */
 }
 
 void fcgi_link_release(struct fcgi_link *l, bool reusable)
@@ -661,11 +745,26 @@ void fcgi_link_release(struct fcgi_link *l, bool reusable)
 void fcgi_link_abort(struct fcgi_link *l)
 {
 	uint8_t rec[FCGI_HEADER_LEN];
-	zc_agg *a;
+	struct fcgi_header h;
+	zc_agg *a, *content;
+	int r;
 
 	l->cl = NULL;
+	l->held = false;	/* the records are ours to drop now */
+	l->state = L_DRAINING;
+	/* What already arrived may end the request: then the application
+	 * is done with it and hears nothing (a late ABORT_REQUEST could hit
+	 * its next request, which has the same id). */
+	while ((r = take_record(l, &h, &content)) == 1) {
+		zc_agg_release(content);
+		if (h.type == FCGI_END_REQUEST && expected(&h)) {
+			l->served++;
+			fcgi_link_release(l, true);
+			return;
+		}
+	}
 	fcgi_header_encode(rec, FCGI_ABORT_REQUEST, REQUEST_ID, 0, 0);
-	if (l->eof || zc_agg_create(&a)) {
+	if (r < 0 || l->eof || zc_agg_create(&a)) {
 		link_close(l);
 		return;
 	}
@@ -676,9 +775,16 @@ void fcgi_link_abort(struct fcgi_link *l)
 		link_close(l);
 		return;
 	}
-	l->state = L_DRAINING;
-	fcgi_link_send(l, a);
+	if (fcgi_link_send(l, a)) {
+		zc_agg_release(a);
+		link_close(l);
+		return;
+	}
 	zc_agg_release(a);
+	/* Drain until END_REQUEST, bounded by --fastcgi-timeout; records
+	 * already here first. */
+	link_arm(l, false);
+	link_post(l);
 }
 
 unsigned long fcgi_link_served(const struct fcgi_link *l)
@@ -696,8 +802,13 @@ int fcgi_upstreams_init(struct zh_worker *w)
 	if (!w->upstreams)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
-		w->upstreams[i].route = &w->cfg->fcgi[i];
+		const struct zh_fcgi_route *rt = &w->cfg->fcgi[i];
+
+		w->upstreams[i].route = rt;
 		w->upstreams[i].w = w;
+		w->upstreams[i].max_links = w->cfg->fcgi_conns;
+		if (rt->worker_addr && rt->per_worker < w->cfg->fcgi_conns)
+			w->upstreams[i].max_links = rt->per_worker;
 	}
 	return 0;
 }

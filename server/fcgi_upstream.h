@@ -55,8 +55,10 @@ void fcgi_link_cancel(struct zh_worker *w, const struct zh_fcgi_route *rt,
 		      struct fcgi_client *cl);
 
 /* Queue records (their slices move out of `records`, which is left
- * empty) and send what the backend takes.  0, or a negative errno when
- * out of memory (the link then fails). */
+ * empty) and send what the backend takes now.  0, or a negative errno
+ * (the connection broke, or out of memory): the client then releases the
+ * link as not reusable.  Like every call below, it never calls the client
+ * back; records arrive only from the link's own wake-ups. */
 int fcgi_link_send(struct fcgi_link *l, zc_agg *records);
 /* Bytes queued and not yet taken by the backend. */
 size_t fcgi_link_queued(const struct fcgi_link *l);
@@ -71,6 +73,9 @@ void fcgi_link_release(struct fcgi_link *l, bool reusable);
 void fcgi_link_abort(struct fcgi_link *l);
 /* How many requests the link served before this one (0: a new link). */
 unsigned long fcgi_link_served(const struct fcgi_link *l);
+
+/* Links whose client resumed them, pumped before the loop sleeps. */
+void fcgi_run_posted(struct zh_worker *w);
 
 /* Per worker: set up and tear down the pools (fastcgi.h calls these). */
 int fcgi_upstreams_init(struct zh_worker *w);

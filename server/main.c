@@ -249,11 +249,8 @@ static void reap(struct master *m)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (fcgi_spawn_reaped(m->spawner, pid, status)) {
-			if (!m->stopping)
-				fcgi_spawn_tick(m->spawner);
+		if (fcgi_spawn_reaped(m->spawner, pid, status, m->stopping))
 			continue;
-		}
 		stats_retire(m->stats, pid);
 		if (forget_old(m, pid))
 			continue;
@@ -347,7 +344,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* After --user: the applications run as the workers do. */
-	if (fcgi_spawn_start(&m.opt.cfg, (uid_t)-1, (gid_t)-1, &m.spawner)) {
+	if (fcgi_spawn_start(&m.opt.cfg, (unsigned)m.nworkers, &m.spawner)) {
 		fcgi_spawn_stop(m.spawner);
 		return 1;
 	}

@@ -54,6 +54,8 @@ void options_usage(FILE *f)
 "                             (default 60000; else 504)\n"
 "  --fastcgi-conns N          connections per backend per worker (default 16)\n"
 "  --fastcgi-queue N          requests waiting for one (default 1024; then 503)\n"
+"  --fastcgi-idle MS          close a backend connection unused this long\n"
+"                             (default 2000; it holds an app process meanwhile)\n"
 "  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
 "  --user NAME                drop privileges to NAME after binding\n"
 "  --help, --version\n");
@@ -78,6 +80,7 @@ void options_defaults(struct options *o)
 	o->cfg.fcgi_timeout_ms = 60000;
 	o->cfg.fcgi_conns = 16;
 	o->cfg.fcgi_queue = 1024;
+	o->cfg.fcgi_idle_ms = 2000;
 }
 
 static int parse_uint(const char *v, unsigned long max, unsigned long *out)
@@ -300,6 +303,8 @@ static int apply(struct options *o, const char *name, const char *val,
 #define NUM(field, max) do { NEED_VAL(); \
 		if (parse_uint(val, (max), &n)) goto bad; \
 		c->field = (typeof(c->field))n; } while (0)
+#define NUM_NONZERO(field, max) do { NUM(field, max); \
+		if (!c->field) goto bad; } while (0)
 
 	if (!strcmp(name, "root")) {
 		NEED_VAL();
@@ -329,9 +334,7 @@ static int apply(struct options *o, const char *name, const char *val,
 		else
 			c->status_path = keep(o, val);
 	} else if (!strcmp(name, "max-conns")) {
-		NUM(max_conns, 1000000);
-		if (!c->max_conns)
-			goto bad;
+		NUM_NONZERO(max_conns, 1000000);
 	} else if (!strcmp(name, "header-timeout")) {
 		NUM(header_timeout_ms, 3600000);
 	} else if (!strcmp(name, "keepalive-timeout")) {
@@ -377,15 +380,13 @@ static int apply(struct options *o, const char *name, const char *val,
 		if (add_route(o, val, name[7] == '-'))
 			goto bad;
 	} else if (!strcmp(name, "fastcgi-timeout")) {
-		NUM(fcgi_timeout_ms, 3600000);
-		if (!c->fcgi_timeout_ms)
-			goto bad;
+		NUM_NONZERO(fcgi_timeout_ms, 3600000);
 	} else if (!strcmp(name, "fastcgi-conns")) {
-		NUM(fcgi_conns, 4096);
-		if (!c->fcgi_conns)
-			goto bad;
+		NUM_NONZERO(fcgi_conns, 4096);
 	} else if (!strcmp(name, "fastcgi-queue")) {
 		NUM(fcgi_queue, 1000000);
+	} else if (!strcmp(name, "fastcgi-idle")) {
+		NUM(fcgi_idle_ms, 3600000);
 	} else if (!strcmp(name, "user")) {
 		NEED_VAL();
 		o->user = keep(o, val);
@@ -400,6 +401,7 @@ missing:
 bad:
 	fprintf(stderr, "zchttpd: bad value '%s' for '%s'\n", val, name);
 	return -1;
+#undef NUM_NONZERO
 #undef NUM
 #undef NEED_VAL
 }

@@ -64,10 +64,15 @@ struct zh_request {
 	size_t head_len;		/* bytes of the head in that buffer */
 	bool head_only;			/* HEAD: no body */
 	bool keep_alive;		/* may the connection stay open */
+	bool body_read;			/* the handler took the whole request
+					 * body: else the connection closes
+					 * after the response, lingering */
 	int status;			/* the status sent (access log, counters) */
 	uint64_t body_bytes;		/* bytes of body in the response */
-	struct cache_entry *entry;	/* a cache entry the response body uses:
-					 * pinned until that response is sent */
+	struct cache_entry *entry;	/* a cache entry the response body uses,
+					 * with a reference the request holds
+					 * until the connection pins the entry
+					 * for the send (or drops it) */
 
 	/* While waiting: who owns the request, and its state. */
 	const struct zh_handler *handler;
@@ -75,8 +80,12 @@ struct zh_request {
 	struct http_header *own_headers;	/* copied from the worker slots */
 	char *own_uri;			/* uri, copied out of the worker */
 	char *redirect;			/* the target of a local redirect */
+	size_t redirect_len;
 	unsigned redirects;
 	bool want_input;
+	bool finished;			/* request_finish was called ... */
+	int finish_err;			/* ... with this */
+	bool redirect_pending;		/* request_redirect was called */
 };
 
 /* Handlers' answers to "answer this request" (static_serve, ...):
@@ -87,14 +96,26 @@ struct zh_request {
 /* The aggregate this request's response is appended to. */
 zc_agg *request_out(struct zh_request *r);
 
+/* A response head built in the connection's own memory (respond.h):
+ * request_head_begin points h at free room of the connection's head
+ * arena, resp_* fill it, request_head_end appends it to the output as a
+ * borrowed slice (or, when the arena had no room, as a pool copy).
+ * request_head_append does the same for bytes built elsewhere.  Returns
+ * 0, or 500 (did not fit) / 503 (out of memory). */
+struct resp_head;
+void request_head_begin(struct zh_request *r, struct resp_head *h);
+int request_head_end(struct zh_request *r, struct resp_head *h);
+int request_head_append(struct zh_request *r, const char *p, size_t len);
+
 /* Park r under handler h with state `wait`.  Returns 0, or 503 when the
  * header slots cannot be copied (the handler then answers with it). */
 int request_wait(struct zh_request *r, const struct zh_handler *h,
 		 void *wait);
 
 /*
- * The handler is done with r.  err 0: the response is complete in the
- * output.  err > 0: answer with that error page instead (only valid while
+ * The handler is done with r (it must not touch r afterwards; the
+ * connection settles it from its own loop).  err 0: the response is
+ * complete in the output.  err > 0: answer with that error page instead (only valid while
  * none of this response has been queued).  ZH_TRUNCATED: the response
  * was cut short after part of it was queued (a backend died): what is
  * queued is sent and the connection closed, so the client cannot take
@@ -129,7 +150,8 @@ ssize_t request_read(struct zh_request *r);
 int request_continue(struct zh_request *r);
 /* Serve `path` instead, as a GET without a body (a CGI local redirect,
  * RFC 3875 6.2.2): the handler gives the request up (its state must be
- * gone) and the request is routed again from the start. */
+ * gone, and it must not touch r afterwards) and the connection routes it
+ * again from the start. */
 void request_redirect(struct zh_request *r, const char *path, size_t len);
 
 /* The client's address, and ours on its connection. */

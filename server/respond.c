@@ -74,7 +74,7 @@ const char *resp_reason(int status)
 
 static void append(struct resp_head *h, const char *s, size_t n)
 {
-	if (h->overflow || n > RESP_HEAD_MAX - h->len) {
+	if (h->overflow || n > h->cap - h->len) {
 		h->overflow = true;
 		return;
 	}
@@ -98,6 +98,10 @@ void resp_begin(struct resp_head *h, int status)
 		(char)('0' + status % 10), ' '
 	};
 
+	if (!h->buf) {
+		h->buf = h->local;
+		h->cap = sizeof(h->local);
+	}
 	h->len = 0;
 	h->overflow = false;
 	append_lit(h, "HTTP/1.1 ");
@@ -148,7 +152,7 @@ void resp_end(struct resp_head *h, bool keep_alive)
 int resp_error(zc_agg *out, int status, bool head_only, bool keep_alive,
 	       const char *extra_header)
 {
-	struct resp_head h;
+	struct resp_head h = { .buf = NULL };
 	char body[256];
 	int n;
 

@@ -1,9 +1,12 @@
 /*
  * respond.h - building response heads.
  *
- * A head is formatted into a small fixed buffer on the stack and then
- * copied once into a pool buffer (the aggregate's first slice); the body
- * follows as file extents or cached buffers without any copy.
+ * A head is formatted once, straight into memory the connection owns (its
+ * head arena, request.h), and goes out from there as a borrowed slice of
+ * the response aggregate, gathered into the same sendmsg as a small body
+ * or followed by the body's sendfile.  When the arena is full (many
+ * pipelined responses queued) the head is built in the struct's own room
+ * and copied into a pool buffer instead.
  */
 #ifndef ZC_RESPOND_H
 #define ZC_RESPOND_H
@@ -17,12 +20,14 @@
 #define RESP_HEAD_MAX 1024
 
 struct resp_head {
-	char buf[RESP_HEAD_MAX];
-	size_t len;
+	char *buf;		/* where the head is built */
+	size_t cap, len;
 	bool overflow;		/* a header did not fit: answer 500 */
+	char local[RESP_HEAD_MAX];	/* buf when no arena room was given */
 };
 
-/* "HTTP/1.1 200 OK", Date and Server. */
+/* "HTTP/1.1 200 OK", Date and Server, into h->buf (set by the caller:
+ * request_head_begin; or NULL for h->local). */
 void resp_begin(struct resp_head *h, int status);
 void resp_add(struct resp_head *h, const char *name, const char *value);
 void resp_addf(struct resp_head *h, const char *name, const char *fmt, ...)

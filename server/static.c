@@ -165,14 +165,14 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
 	struct resp_head h;
 	int status = 200, err;
 
+	request_head_begin(r, &h);
 	if (not_modified(req, e->etag, e->v.mtime_ns / 1000000000)) {
 		resp_begin(&h, 304);
 		resp_add(&h, "ETag", e->etag);
 		resp_add(&h, "Last-Modified", e->lastmod);
 		resp_end(&h, r->keep_alive);
 		r->status = 304;
-		return h.overflow ? 500 :
-		       zc_agg_append_bytes(out, NULL, h.buf, h.len) ? 503 : 0;
+		return request_head_end(r, &h);
 	}
 	if (req->range.p && range_applies(req, e->etag, e->lastmod)) {
 		switch (http_range_parse(req->range.p, req->range.len,
@@ -212,13 +212,15 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
 			  (unsigned long long)(start + len - 1),
 			  (unsigned long long)e->v.size);
 	resp_end(&h, r->keep_alive);
-	if (h.overflow)
-		return 500;
-	err = zc_agg_append_bytes(out, NULL, h.buf, h.len);
-	if (!err && !r->head_only && len) {
+	err = request_head_end(r, &h);
+	if (err)
+		return err;
+	if (!r->head_only && len) {
 		err = e->body ? zc_agg_append_buf(out, e->body, start, len)
 			      : zc_agg_append_file(out, e->file, start, len);
-		r->entry = e;	/* the response uses it: pinned while sent */
+		/* The response uses it: the request keeps our reference
+		 * (request.h) until it is pinned for the send. */
+		r->entry = e;
 	}
 	if (err)
 		return 503;
@@ -338,7 +340,8 @@ static int answer_prepared(struct zh_request *r, struct static_job *j)
 	e = cache_admit(r->w->cache, j->entry);
 	j->entry = NULL;
 	err = serve_entry(r, e);
-	cache_put(r->w->cache, e);	/* r->entry is pinned by the caller */
+	if (r->entry != e)
+		cache_put(r->w->cache, e);
 	return err;
 }
 
@@ -399,7 +402,8 @@ int static_serve(struct zh_request *r)
 	e = cache_lookup(w->cache, key, ev_now_ms(w->loop));
 	if (e) {
 		err = serve_entry(r, e);
-		cache_put(w->cache, e);	/* r->entry is pinned by the caller */
+		if (r->entry != e)
+			cache_put(w->cache, e);
 		return err;
 	}
 	/* A miss: prepare off the loop if we have helpers. */

@@ -124,13 +124,14 @@ int status_serve(struct zh_request *r)
 		 : render_json(w, &t, body, sizeof(body));
 	if (n < 0 || (size_t)n >= sizeof(body))
 		return 500;
+	request_head_begin(r, &h);
 	resp_begin(&h, 200);
 	resp_add(&h, "Content-Type", prom ? "text/plain; version=0.0.4"
 					  : "application/json");
 	resp_add(&h, "Cache-Control", "no-store");
 	resp_addf(&h, "Content-Length", "%d", n);
 	resp_end(&h, r->keep_alive);
-	if (h.overflow || zc_agg_append_bytes(out, NULL, h.buf, h.len))
+	if (request_head_end(r, &h))
 		return 500;
 	if (!r->head_only && zc_agg_append_bytes(out, NULL, body, (size_t)n))
 		return 500;

@@ -96,7 +96,13 @@ static void before_sleep(struct ev_loop *loop, void *data)
 	struct zh_worker *w = data;
 
 	resp_clock_tick();
-	conn_run_posted(w);
+	/* Work one side posts for the other (a drained client resumes its
+	 * backend link, a link's records post the client): run both until
+	 * neither has any, or the loop would sleep on posted work. */
+	do {
+		fastcgi_run_posted(w);
+		conn_run_posted(w);
+	} while (w->posted || w->fcgi_posted);
 	access_log_flush(w->log);
 	publish_stats(w);
 	if (w->stopping && w->nconns == 0)
@@ -128,12 +134,14 @@ int worker_run(struct zh_worker *w)
 	ev_timer_list_init(&w->t_send, cfg->send_timeout_ms);
 	ev_timer_list_init(&w->t_linger, 2000);
 	ev_timer_list_init(&w->t_fcgi, cfg->fcgi_timeout_ms);
+	ev_timer_list_init(&w->t_fcgi_idle, cfg->fcgi_idle_ms);
 	ev_timer_list_init(&t_shutdown, cfg->shutdown_timeout_ms);
 	ev_timer_list_register(w->loop, &w->t_header);
 	ev_timer_list_register(w->loop, &w->t_idle);
 	ev_timer_list_register(w->loop, &w->t_send);
 	ev_timer_list_register(w->loop, &w->t_linger);
 	ev_timer_list_register(w->loop, &w->t_fcgi);
+	ev_timer_list_register(w->loop, &w->t_fcgi_idle);
 	ev_timer_list_register(w->loop, &t_shutdown);
 	struct cache_config cc = {
 		.budget = cfg->cache_bytes,

@@ -48,6 +48,7 @@ struct zh_config {
 	unsigned fcgi_timeout_ms;	/* no progress from an app: 504 */
 	unsigned fcgi_conns;		/* connections per backend per worker */
 	unsigned fcgi_queue;		/* requests waiting for one: 503 beyond */
+	unsigned fcgi_idle_ms;		/* an unused connection is closed */
 };
 
 /* Counters of one worker, in shared memory (only its worker writes). */
@@ -78,6 +79,7 @@ struct zh_worker {
 	bool stopping;			/* SIGTERM: finish and exit */
 	uint64_t stop_deadline_ms;
 	struct ev_timer_list t_header, t_idle, t_send, t_linger, t_fcgi;
+	struct ev_timer_list t_fcgi_idle;
 	struct zh_conn *conns;		/* list of open connections */
 	struct zh_conn *posted;		/* connections with handler work */
 	unsigned nconns;
@@ -89,6 +91,7 @@ struct zh_worker {
 	struct cache *cache;
 	struct diskio *diskio;		/* helper threads, or NULL */
 	struct fcgi_upstream *upstreams;	/* one per FastCGI route */
+	struct fcgi_link *fcgi_posted;	/* links to pump before sleeping */
 	char root_abs[ZH_PATH_MAX];	/* --root as an absolute path (CGI) */
 	char uri[ZH_PATH_MAX + 1];	/* the request path being routed */
 	/* Requests are parsed one at a time: header slots are per worker

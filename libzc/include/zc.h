@@ -167,7 +167,7 @@ void zc_file_release(zc_file *file);
 
 typedef struct zc_agg zc_agg;
 
-enum zc_slice_kind { ZC_SLICE_BUF = 1, ZC_SLICE_FILE = 2 };
+enum zc_slice_kind { ZC_SLICE_BUF = 1, ZC_SLICE_FILE = 2, ZC_SLICE_MEM = 3 };
 
 /* One slice as seen by zc_agg_slice(): borrowed pointers, valid while the
  * aggregate is unchanged. */
@@ -175,7 +175,8 @@ struct zc_slice {
 	enum zc_slice_kind kind;
 	zc_buf *buf;		/* ZC_SLICE_BUF */
 	zc_file *file;		/* ZC_SLICE_FILE */
-	uint64_t off;		/* offset in the buffer or the file */
+	const void *mem;	/* ZC_SLICE_MEM: borrowed memory */
+	uint64_t off;		/* offset in the buffer, file or memory */
 	size_t len;
 };
 
@@ -193,6 +194,16 @@ int zc_agg_append_file(zc_agg *agg, zc_file *file, uint64_t off, size_t len);
 int zc_agg_prepend_file(zc_agg *agg, zc_file *file, uint64_t off, size_t len);
 /* Copy `len` bytes into a new buffer from `pool` (NULL = default) and append. */
 int zc_agg_append_bytes(zc_agg *agg, zc_pool *pool, const void *data, size_t len);
+/* Append `len` bytes of the caller's own memory by reference: no copy, no
+ * buffer, no reference count (a borrowed slice).  The caller keeps the
+ * bytes valid and unchanged for as long as any aggregate holds them (until
+ * iol_write has written them, or they are truncated, trimmed or released;
+ * zc_agg_dup and zc_agg_concat share them too).  Borrowed bytes leave the
+ * process only by copy -- write/sendmsg, or a pool buffer when sent on a
+ * channel -- never lent to the kernel or a peer.  For small memory reused
+ * per message, such as a server's response head; adjacent borrowed bytes
+ * merge into one slice. */
+int zc_agg_append_mem(zc_agg *agg, const void *data, size_t len);
 
 /* Append all of src's slices to dst (src unchanged). */
 int zc_agg_concat(zc_agg *dst, const zc_agg *src);

@@ -18,11 +18,13 @@
 #define INLINE_SLICES (sizeof(((zc_agg *)0)->inline_s) / \
 		       sizeof(((zc_agg *)0)->inline_s[0]))
 
+/* Borrowed memory (ZC_SLICE_MEM) holds no reference: its owner answers
+ * for its lifetime (zc.h). */
 static void slice_get(const struct zc_slice_int *s)
 {
 	if (s->kind == ZC_SLICE_BUF)
 		zc_buf_ref(s->buf);
-	else
+	else if (s->kind == ZC_SLICE_FILE)
 		zc_file_ref(s->file);
 }
 
@@ -30,7 +32,7 @@ static void slice_put(const struct zc_slice_int *s)
 {
 	if (s->kind == ZC_SLICE_BUF)
 		zc_buf_release(s->buf);
-	else
+	else if (s->kind == ZC_SLICE_FILE)
 		zc_file_release(s->file);
 }
 
@@ -112,8 +114,13 @@ static struct zc_slice_int *last(zc_agg *a)
 /* Does slice n continue slice p exactly (same object, adjacent bytes)? */
 static bool adjacent(const struct zc_slice_int *p, const struct zc_slice_int *n)
 {
-	return p->kind == n->kind && p->buf == n->buf &&
-	       p->off + p->len == n->off;
+	if (p->kind != n->kind)
+		return false;
+	if (p->kind == ZC_SLICE_MEM)	/* contiguous memory, any base */
+		return p->mem + p->off + p->len == n->mem + n->off;
+	if (p->kind == ZC_SLICE_BUF)
+		return p->buf == n->buf && p->off + p->len == n->off;
+	return p->file == n->file && p->off + p->len == n->off;
 }
 
 /* Insert a slice, taking a new reference unless it merges with its
@@ -212,6 +219,46 @@ int zc_agg_append_bytes(zc_agg *agg, zc_pool *pool, const void *data,
 		return err;
 	err = zc_agg_append_buf(agg, b, 0, len);
 	zc_buf_release(b);
+	return err;
+}
+
+int zc_agg_append_mem(zc_agg *agg, const void *data, size_t len)
+{
+	struct zc_slice_int s = { .kind = ZC_SLICE_MEM, .len = len };
+
+	if (!agg || (!data && len))
+		return -EINVAL;
+	s.mem = data;
+	return insert(agg, &s, false);
+}
+
+bool zc_agg_has_borrowed(const zc_agg *agg)
+{
+	for (size_t i = 0; i < agg->n; i++)
+		if (agg->s[agg->head + i].kind == ZC_SLICE_MEM)
+			return true;
+	return false;
+}
+
+int zc_agg_owned_copy(const zc_agg *src, zc_agg **out)
+{
+	zc_agg *a;
+	int err = zc_agg_create(&a);
+
+	for (size_t i = 0; !err && i < src->n; i++) {
+		const struct zc_slice_int *s = &src->s[src->head + i];
+
+		if (s->kind == ZC_SLICE_MEM)
+			err = zc_agg_append_bytes(a, NULL, s->mem + s->off,
+						  s->len);
+		else
+			err = insert(a, s, false);
+	}
+	if (err) {
+		zc_agg_release(a);
+		a = NULL;
+	}
+	*out = a;
 	return err;
 }
 
@@ -375,8 +422,10 @@ int zc_agg_slice(const zc_agg *agg, size_t i, struct zc_slice *out)
 	out->kind = s->kind;
 	if (s->kind == ZC_SLICE_BUF)
 		out->buf = s->buf;
-	else
+	else if (s->kind == ZC_SLICE_FILE)
 		out->file = s->file;
+	else
+		out->mem = s->mem;
 	out->off = s->off;
 	out->len = s->len;
 	return 0;

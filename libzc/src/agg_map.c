@@ -65,6 +65,8 @@ ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len)
 			if (!src)
 				return -ENOMEM;
 			memcpy(out + done, src + s->off + off, take);
+		} else if (s->kind == ZC_SLICE_MEM) {
+			memcpy(out + done, s->mem + s->off + off, take);
 		} else {
 			err = copy_file_bytes(s->file, s->off + off,
 					      out + done, take);

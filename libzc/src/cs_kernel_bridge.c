@@ -42,7 +42,7 @@ static int write_channel(zc_channel *ch, int count, void **addrs,
 	int err = zc_agg_create(&agg);
 
 	for (int i = 0; !err && i < count; i++) {
-		size_t at = (size_t)v[i].off % ZC_PAGE_SIZE;
+		size_t at = (size_t)v[i].off % zc_page_size();
 		zc_buf *b;
 
 		if (!v[i].len)
@@ -241,7 +241,7 @@ int zc_kcs_bridge_read_channel(int fd, zc_channel *ch, int size, int maxcon,
 		ssize_t got;
 
 		zc_agg_slice(agg, (size_t)n, &s);
-		err = make_one(s.off % ZC_PAGE_SIZE, s.len, &m[n]);
+		err = make_one(s.off % zc_page_size(), s.len, &m[n]);
 		if (err)
 			break;
 		got = zc_agg_copyout(agg, pos, (char *)m[n].addr + m[n].off,

@@ -68,7 +68,7 @@ void zc_kcs_shadow_set(int cid, size_t size, size_t off, size_t len)
 		sh.v = v;
 		sh.cap = cap;
 	}
-	sh.v[cid] = (struct kshadow){ (uint32_t)ZC_PAGE_ROUND(size),
+	sh.v[cid] = (struct kshadow){ (uint32_t)zc_page_round((size_t)size),
 				      (uint32_t)off, (uint32_t)len,
 				      sh.v[cid].gen + 1, true };
 	pthread_mutex_unlock(&sh.lock);

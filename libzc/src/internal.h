@@ -10,7 +10,8 @@
  *   fdkind.c     what kind of descriptor an fd is
  *   io_read.c    iol_read
  *   io_write.c   iol_write: per (slice, destination) transfer mechanism
- *   channel.c    channels: socket handshake, descriptor rings, credits
+ *   channel*.c   channels: socket handshake, descriptor rings, credits
+ *                (eight files, one job each: channel_int.h has their map)
  *   cs.c         Container Shipping calls: argument checks, then the
  *                backend's table (cs_backend.h)
  *   cs_portable.c        the portable backend and its container table
@@ -19,6 +20,7 @@
  *   cs_kernel_calls.c    the system calls and the shadow table
  *   cs_common.c          what both backends use (cs_common.h)
  *   backend.c    backend selection and I/O counters
+ *   process.c    the page size and the fork generation
  *   sockmsg.c    passing descriptors over UNIX sockets
  */
 #ifndef ZC_INTERNAL_H
@@ -28,23 +30,56 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 
 #include "zc.h"
 
-#define ZC_PAGE_SIZE 4096u
-#define ZC_PAGE_ROUND(x) (((x) + ZC_PAGE_SIZE - 1) & ~(size_t)(ZC_PAGE_SIZE - 1))
+/* memfd_create's flag, for C libraries older than their memfd_create. */
+#ifndef MFD_ALLOW_SEALING
+#define MFD_ALLOW_SEALING 0x0002U
+#endif
 
 #define ZC_UNUSED __attribute__((unused))
 #define ZC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ZC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+static inline size_t zc_min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+/* ---------------------------------------------------------------- process */
+
+/* The kernel's page size (sysconf, read once): the unit of pool
+ * allocation, so buffers are page-aligned runs of whole pages. */
+size_t zc_page_size(void);
+
+/* x rounded up to whole pages. */
+static inline size_t zc_page_round(size_t x)
+{
+	size_t ps = zc_page_size();
+
+	return (x + ps - 1) & ~(ps - 1);
+}
+
+/* The fork generation: 0 in the process that loaded libzc, one more in
+ * each forked child.  Something made in an earlier generation than the
+ * current one was inherited across fork. */
+unsigned zc_fork_gen(void);
+
+/* Run fn in every forked child (after the generation is bumped), to
+ * reinitialise locks another thread may have held at fork time.  Call it
+ * once per module (room for four). */
+typedef void (*zc_fork_hook)(void);
+void zc_fork_child_hook(zc_fork_hook fn);
 
 /* ------------------------------------------------------------------ pools */
 
 /* Recently released buffers of one size, reused LIFO so a steady stream of
  * equal-sized transfers touches the same (cache-hot) memory and allocates
  * nothing.  Sizes are in pages. */
-#define ZC_POOL_CACHE_CLASSES 64	/* 1..64 pages (4 KiB..256 KiB) */
+#define ZC_POOL_CACHE_CLASSES 64	/* 1..64 pages */
 #define ZC_POOL_CACHE_DEPTH 32
 
 struct zc_pool {
@@ -131,10 +166,17 @@ struct zc_slice_int {
 	union {
 		zc_buf *buf;
 		zc_file *file;
+		const unsigned char *mem;	/* ZC_SLICE_MEM: borrowed */
 	};
 	uint64_t off;
 	size_t len;
 };
+
+/* Does the aggregate hold borrowed memory (ZC_SLICE_MEM)?  And a copy of
+ * it whose borrowed bytes are in pool buffers, for paths that lend what
+ * they send (a channel). */
+bool zc_agg_has_borrowed(const zc_agg *agg);
+int zc_agg_owned_copy(const zc_agg *src, zc_agg **out);
 
 struct zc_agg {
 	struct zc_slice_int *s;	/* live slices are s[head .. head+n) */

@@ -31,11 +31,6 @@
  * socket rarely has more queued) and would tie up pool space. */
 #define ZC_READ_MAX ((size_t)256 << 10)
 
-static size_t min_size(size_t a, size_t b)
-{
-	return a < b ? a : b;
-}
-
 /*
  * Size the buffer to what is queued when the kernel can tell us: a server
  * reads after poll() said "readable", and a 300-byte request should cost one
@@ -44,11 +39,11 @@ static size_t min_size(size_t a, size_t b)
  */
 static size_t stream_read_size(int fd, size_t size)
 {
-	size_t want = min_size(size, ZC_READ_MAX);
+	size_t want = zc_min_size(size, ZC_READ_MAX);
 	int avail = 0;
 
 	if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0)
-		want = min_size(want, (size_t)avail);
+		want = zc_min_size(want, (size_t)avail);
 	return want;
 }
 
@@ -113,7 +108,7 @@ static ssize_t read_file(int fd, zc_agg *agg, size_t size)
 		zc_file_release(file);
 		return 0;
 	}
-	len = min_size(size, (size_t)(fsize - off));
+	len = zc_min_size(size, (size_t)(fsize - off));
 	err = zc_agg_append_file(agg, file, (uint64_t)off, len);
 	zc_file_release(file);
 	if (err)

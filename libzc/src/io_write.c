@@ -82,11 +82,6 @@ enum how {
 	HOW_FILE,		/* one file slice */
 };
 
-static size_t min_size(size_t a, size_t b)
-{
-	return a < b ? a : b;
-}
-
 static struct zc_slice_int *slice_at(zc_agg *agg, size_t i)
 {
 	return &agg->s[agg->head + i];
@@ -101,7 +96,8 @@ static enum how how_for(const struct wstate *w, const struct zc_slice_int *s)
 {
 	if (s->kind == ZC_SLICE_FILE)
 		return HOW_FILE;
-	if (s->len < ZC_SMALL)
+	/* Borrowed memory is never lent: its owner reuses it at will. */
+	if (s->len < ZC_SMALL || s->kind == ZC_SLICE_MEM)
 		return HOW_COPY;
 	if (is_stream_socket(w))
 		return HOW_SENDFILE_BUF;
@@ -131,12 +127,12 @@ static int gather(const struct wstate *w, zc_agg *agg, enum how how,
 
 		if (how_for(w, s) != how || *bytes >= ZC_CALL_MAX)
 			break;
-		data = zc_buf_data(s->buf);
+		data = s->kind == ZC_SLICE_MEM ? s->mem : zc_buf_data(s->buf);
 		if (!data)
 			break;
 		if (how == HOW_VMSPLICE)
 			zc_buf_mark_kref(s->buf);	/* before the call */
-		len = min_size(s->len, ZC_CALL_MAX - *bytes);
+		len = zc_min_size(s->len, ZC_CALL_MAX - *bytes);
 		iov[n].iov_base = (void *)(data + s->off);
 		iov[n].iov_len = len;
 		*bytes += len;
@@ -236,18 +232,45 @@ static int unix_room(const struct wstate *w)
 	return 0;	/* writable, or an error the sendfile will report */
 }
 
-static ssize_t write_sendfile_buf(const struct wstate *w,
-				  const struct zc_slice_int *s, size_t *want)
+/* Does n continue p's bytes in the same pool memfd (one sendfile)? */
+static bool continues(const struct wstate *w, const struct zc_slice_int *p,
+		      const struct zc_slice_int *n)
 {
+	return how_for(w, n) == HOW_SENDFILE_BUF && n->buf->pool == p->buf->pool &&
+	       n->buf->off + n->off == p->buf->off + p->off + p->len;
+}
+
+/*
+ * One sendfile from a pool's memfd: the first slice, and the slices after
+ * it that continue its bytes in the same memfd.  Those are parts of one
+ * buffer that arrived as separate buffers -- a document a peer sent over a
+ * channel as several FastCGI records, each lent on its own -- and one call
+ * serves them all.
+ */
+static ssize_t write_sendfile_buf(const struct wstate *w, zc_agg *agg,
+				  size_t *want)
+{
+	struct zc_slice_int *s = slice_at(agg, 0);
 	zc_buf *buf = s->buf;
 	off_t off = (off_t)(buf->off + s->off);
+	size_t len = zc_min_size(s->len, ZC_CALL_MAX);
 	ssize_t r;
 
-	*want = min_size(s->len, ZC_CALL_MAX);
 	r = unix_room(w);
 	if (r)
 		return r;
 	zc_buf_mark_kref(buf);	/* the socket queue will hold its pages */
+	/* Only after a first slice taken whole (not cut at ZC_CALL_MAX). */
+	for (size_t i = 1; i < agg->n && s->len <= ZC_CALL_MAX; i++) {
+		struct zc_slice_int *n = slice_at(agg, i);
+
+		if (!continues(w, slice_at(agg, i - 1), n) ||
+		    n->len > ZC_CALL_MAX - len)
+			break;
+		zc_buf_mark_kref(n->buf);
+		len += n->len;
+	}
+	*want = len;
 	r = sendfile(w->fd, buf->pool->fd, &off, *want);
 	zc_stat_call();
 	if (r < 0)
@@ -259,7 +282,7 @@ static ssize_t write_sendfile_buf(const struct wstate *w,
 /* The portable fallback for file -> file and file -> odd devices. */
 static ssize_t copy_through_bounce(int fd, zc_file *f, off_t off, size_t len)
 {
-	size_t chunk = min_size(len, ZC_BOUNCE);
+	size_t chunk = zc_min_size(len, ZC_BOUNCE);
 	void *bounce = malloc(chunk);
 	ssize_t n, r;
 
@@ -338,7 +361,7 @@ static ssize_t write_file_slice(const struct wstate *w, zc_agg *agg,
 	const struct zc_slice_int *s = slice_at(agg, 0);
 	zc_file *f = s->file;
 	off_t off = (off_t)s->off;
-	size_t len = min_size(s->len, ZC_CALL_MAX);
+	size_t len = zc_min_size(s->len, ZC_CALL_MAX);
 	unsigned flags;
 	ssize_t r;
 	int err;
@@ -399,7 +422,7 @@ static ssize_t write_step(const struct wstate *w, zc_agg *agg, enum how how,
 	case HOW_VMSPLICE:
 		return write_vmsplice_run(w, agg, want);
 	case HOW_SENDFILE_BUF:
-		return write_sendfile_buf(w, slice_at(agg, 0), want);
+		return write_sendfile_buf(w, agg, want);
 	case HOW_FILE:
 	default:
 		return write_file_slice(w, agg, want);
@@ -424,7 +447,10 @@ static bool cork_begin(const struct wstate *w, zc_agg *agg)
 	for (size_t i = 0; i + 1 < agg->n && !needed; i++) {
 		enum how how = how_for(w, slice_at(agg, i));
 
-		needed = how == HOW_SENDFILE_BUF || how == HOW_FILE;
+		/* A memfd range the same sendfile continues is no "more". */
+		needed = how == HOW_FILE ||
+			 (how == HOW_SENDFILE_BUF &&
+			  !continues(w, slice_at(agg, i), slice_at(agg, i + 1)));
 	}
 	if (!needed)
 		return false;

@@ -4,7 +4,7 @@
  * A pool is one memfd, sealed so that nobody (not even its owner) can shrink
  * it: a peer that maps it read-only can then never take a SIGBUS.  The owner
  * maps it read-write once; buffers are page-aligned runs of pages found with
- * a next-fit bitmap search.  Released buffers of up to 256 KiB go to a small
+ * a next-fit bitmap search.  Released buffers of up to 64 pages go to a small
  * per-size LIFO cache so a steady stream of equal transfers reuses the same
  * cache-hot memory and allocates nothing.
  *
@@ -31,14 +31,7 @@
 
 #include "internal.h"
 
-#ifndef MFD_ALLOW_SEALING
-#define MFD_ALLOW_SEALING 0x0002U
-#endif
-
 #define ZC_POOL_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-
-/* Bumped in every forked child (see zc_pool_usable). */
-static atomic_uint fork_gen;
 
 static zc_pool *pool_new(int fd, size_t size, bool owner)
 {
@@ -54,10 +47,10 @@ static zc_pool *pool_new(int fd, size_t size, bool owner)
 	p->fd = fd;
 	p->ro_fd = -1;
 	p->owner = owner;
-	p->fork_gen = atomic_load(&fork_gen);
+	p->fork_gen = zc_fork_gen();
 	p->size = size;
 	p->id = (uint64_t)st.st_ino;
-	p->npages = size / ZC_PAGE_SIZE;
+	p->npages = size / zc_page_size();
 	p->st.size = size;
 	pthread_mutex_init(&p->lock, NULL);
 	return p;
@@ -76,7 +69,7 @@ int zc_pool_create(size_t size, zc_pool **out)
 		size = ZC_POOL_DEFAULT_SIZE;
 	if (size > ZC_POOL_MAX_SIZE)
 		return -EINVAL;
-	size = ZC_PAGE_ROUND(size);
+	size = zc_page_round(size);
 
 	fd = memfd_create("zc-pool", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -97,7 +90,7 @@ int zc_pool_create(size_t size, zc_pool **out)
 		close(fd);
 		return err;
 	}
-	/* Detaching punches whole 4 KiB pages; inside a huge page a punch
+	/* Detaching punches whole base pages; inside a huge page a punch
 	 * would zero memory in place that the kernel may still be sending. */
 	madvise(base, size, MADV_NOHUGEPAGE);
 	p = pool_new(fd, size, true);
@@ -128,7 +121,7 @@ int zc_pool_import_fd(int fd, zc_pool **out)
 		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0 ||
 	    (uint64_t)st.st_size > ZC_POOL_MAX_SIZE ||
-	    st.st_size % ZC_PAGE_SIZE)
+	    st.st_size % zc_page_size())
 		return -EINVAL;
 	/* Without the shrink seal the owner could truncate the memfd under
 	 * our mapping and turn every read into a SIGBUS: refuse it. */
@@ -220,12 +213,13 @@ static size_t alloc_pages(zc_pool *p, size_t n)
  * allocation does not fit and cached memory might make room). */
 static void flush_cache(zc_pool *p)
 {
+	size_t ps = zc_page_size();
+
 	for (unsigned c = 0; c < ZC_POOL_CACHE_CLASSES; c++) {
 		while (p->cache_n[c]) {
 			zc_buf *b = p->cache[c][--p->cache_n[c]];
 
-			mark_pages(p, b->off / ZC_PAGE_SIZE,
-				   b->cap / ZC_PAGE_SIZE, false);
+			mark_pages(p, b->off / ps, b->cap / ps, false);
 			free(b);
 		}
 	}
@@ -246,7 +240,7 @@ static void buf_reset(zc_pool *p, zc_buf *b)
 
 int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
 {
-	size_t npg, first;
+	size_t ps = zc_page_size(), npg, first;
 	zc_buf *b = NULL;
 
 	if (!out)
@@ -258,7 +252,7 @@ int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
 		return -EPERM;	/* imported, or inherited across fork */
 	if (len == 0 || len > pool->size)
 		return -EINVAL;
-	npg = ZC_PAGE_ROUND(len) / ZC_PAGE_SIZE;
+	npg = zc_page_round(len) / ps;
 
 	pthread_mutex_lock(&pool->lock);
 	if (npg <= ZC_POOL_CACHE_CLASSES && pool->cache_n[npg - 1]) {
@@ -277,8 +271,8 @@ int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
 		}
 		if (b) {
 			b->pool = pool;
-			b->off = (uint64_t)first * ZC_PAGE_SIZE;
-			b->cap = npg * ZC_PAGE_SIZE;
+			b->off = (uint64_t)first * ps;
+			b->cap = npg * ps;
 		} else {
 			pool->st.failures++;
 		}
@@ -298,7 +292,7 @@ int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
 
 void zc_pool_recycle(zc_pool *p, zc_buf *b)
 {
-	size_t npg = b->cap / ZC_PAGE_SIZE;
+	size_t ps = zc_page_size(), npg = b->cap / ps;
 	bool detached = false;
 
 	if (ZC_UNLIKELY(!zc_pool_usable(p))) {
@@ -332,7 +326,7 @@ void zc_pool_recycle(zc_pool *p, zc_buf *b)
 		p->cache[npg - 1][p->cache_n[npg - 1]++] = b;
 		b = NULL;
 	} else {
-		mark_pages(p, b->off / ZC_PAGE_SIZE, npg, false);
+		mark_pages(p, b->off / ps, npg, false);
 	}
 	pthread_mutex_unlock(&p->lock);
 	free(b);
@@ -373,36 +367,25 @@ void zc_pool_destroy(zc_pool *pool)
  * the memfds stay shared.  If both allocated from one pool they would hand
  * out the same pages; if the child detached (punched) a range it would
  * zero the parent's memory.  So every pool remembers the fork generation
- * it was created in, and in a later generation it behaves as imported:
- * readable, never allocated from, never recycled.  The child gets a fresh
- * default pool of its own on first use.
+ * (process.c) it was created in, and in a later generation it behaves as
+ * imported: readable, never allocated from, never recycled.  The child
+ * gets a fresh default pool of its own on first use.
  */
 static _Atomic(zc_pool *) default_pool;
 
-static void atfork_child(void)
-{
-	atomic_fetch_add(&fork_gen, 1);
-	atomic_store(&default_pool, NULL);
-}
-
-__attribute__((constructor)) static void pool_init_fork(void)
-{
-	pthread_atfork(NULL, NULL, atfork_child);
-}
-
 bool zc_pool_usable(const zc_pool *p)
 {
-	return p->owner && p->fork_gen == atomic_load_explicit(
-					&fork_gen, memory_order_relaxed);
+	return p->owner && p->fork_gen == zc_fork_gen();
 }
 
 zc_pool *zc_default_pool(void)
 {
 	zc_pool *p = atomic_load_explicit(&default_pool, memory_order_acquire);
-	zc_pool *expected = NULL;
+	zc_pool *expected = p;
 	int err;
 
-	if (ZC_LIKELY(p))
+	/* One inherited across fork is the parent's: replace it. */
+	if (ZC_LIKELY(p && zc_pool_usable(p)))
 		return p;
 	err = zc_pool_create(ZC_POOL_DEFAULT_SIZE, &p);
 	if (err) {

@@ -34,6 +34,15 @@
 #define ZC_RING_DATA_CAP 256u		/* descriptors: 16 KiB */
 #define ZC_RING_RET_CAP 1024u		/* returns: 16 KiB */
 #define ZC_RING_MIN_CAP 4u
+
+/* What a sleeping side waits for (its `sleeping` word): a producer rings
+ * only for what it provides.  Data: new descriptors.  Room: consumed
+ * slots or window.  Returns: buffers given back -- nobody sleeps for
+ * those today (reclaiming polls), so releasing a received buffer, the
+ * commonest event of all, never wakes a peer that waits for data. */
+#define ZC_RING_WANT_DATA 1u
+#define ZC_RING_WANT_ROOM 2u
+#define ZC_RING_WANT_RETURNS 4u
 #define ZC_RING_MAX_CAP 65536u
 
 enum zc_ent_type {
@@ -79,13 +88,26 @@ struct zc_ring_shm {
 	struct zc_ring_idx data_head;	/* peer writes */
 	struct zc_ring_idx ret_tail;	/* owner writes */
 	struct zc_ring_idx ret_head;	/* peer writes */
-	struct zc_ring_idx sleeping;	/* owner sets before it sleeps,
+	struct zc_ring_idx sleeping;	/* owner sets before it sleeps
+					 * (what it waits for: ZC_RING_WANT_*),
 					 * the peer clears it and rings */
 	struct zc_ring_idx cpu;		/* owner's last CPU + 1 (0: unknown),
 					 * a hint for the peer's waits */
 };
 
-#define ZC_RING_HDR_SIZE 4096u
+/*
+ * Format constants, not the page size: both sides compute the data ring's
+ * offset and the region's size from the HELLO's capacities, and the size
+ * must come out equal (the handshake refuses a region of any other size).
+ * Tied to the page size they would be a property of each process rather
+ * than of the format.  Any page size works with them: a region is mapped
+ * from offset 0 and only its own bytes are ever touched.
+ */
+#define ZC_RING_HDR_SIZE 4096u		/* header, then the data ring */
+#define ZC_RING_ALIGN 4096u		/* region sizes are multiples of it */
+
+_Static_assert(sizeof(struct zc_ring_shm) <= ZC_RING_HDR_SIZE,
+	       "ring header larger than its slot");
 
 static inline size_t zc_ring_data_off(void)
 {
@@ -102,7 +124,7 @@ static inline size_t zc_ring_region_size(uint32_t data_cap, uint32_t ret_cap)
 	size_t sz = zc_ring_ret_off(data_cap) +
 		    (size_t)ret_cap * sizeof(struct zc_ret_ent);
 
-	return (sz + 4095) & ~(size_t)4095;
+	return (sz + ZC_RING_ALIGN - 1) & ~(size_t)(ZC_RING_ALIGN - 1);
 }
 
 static inline int zc_ring_cap_ok(uint32_t cap)

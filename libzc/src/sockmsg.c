@@ -1,6 +1,7 @@
 /*
  * sockmsg.c - the two halves of passing descriptors over a UNIX socket,
- * shared by pool sharing (pool.c) and channels (channel.c).
+ * shared by pool sharing (pool.c) and channels (channel_ctl.c,
+ * channel_hello.c, channel_wait.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -288,6 +288,59 @@ static void test_append_bytes_and_copyout(void **state)
 	zc_agg_release(NULL);
 }
 
+/* Borrowed memory: no reference, merged with its neighbour when
+ * contiguous, cut and copied like any slice, never taken over. */
+static void test_borrowed(void **state)
+{
+	char mem[64] = "head:0123456789abcdefghij";
+	char out[64];
+	struct zc_slice sl;
+	zc_agg *a, *t, *d;
+	zc_buf *b;
+
+	(void)state;
+	assert_int_equal(zc_agg_create(&a), 0);
+	assert_int_equal(zc_agg_append_mem(a, mem, 5), 0);
+	assert_int_equal(zc_agg_append_mem(a, mem + 5, 10), 0);	/* merges */
+	assert_int_equal(zc_agg_nslices(a), 1);
+	assert_int_equal(zc_buf_from_bytes(NULL, "BODY", 4, &b), 0);
+	assert_int_equal(zc_agg_append_buf(a, b, 0, 4), 0);
+	assert_int_equal(zc_agg_append_mem(a, mem + 15, 5), 0);
+	assert_int_equal(zc_agg_nslices(a), 3);
+	assert_int_equal(zc_agg_len(a), 24);
+	assert_int_equal(zc_agg_slice(a, 0, &sl), 0);
+	assert_int_equal(sl.kind, ZC_SLICE_MEM);
+	assert_ptr_equal(sl.mem, mem);
+	assert_int_equal(sl.len, 15);
+	assert_int_equal(zc_agg_copyout(a, 0, out, 24), 24);
+	assert_memory_equal(out, "head:0123456789BODYabcde", 24);
+	/* Cut inside borrowed slices, duplicate, trim. */
+	assert_int_equal(zc_agg_split(a, 7, &t), 0);
+	assert_int_equal(zc_agg_copyout(t, 0, out, 17), 17);
+	assert_memory_equal(out, "23456789BODYabcde", 17);
+	assert_int_equal(zc_agg_dup(t, &d), 0);
+	assert_int_equal(zc_agg_trim_front(d, 3), 0);
+	assert_int_equal(zc_agg_copyout(d, 0, out, 14), 14);
+	assert_memory_equal(out, "56789BODYabcde", 14);
+	/* Mapping gathers into a buffer of the aggregate's own. */
+	const void *p;
+	size_t len;
+
+	assert_int_equal(zc_agg_map(t, NULL, &p, &len), 0);
+	assert_int_equal(len, 17);
+	memset(mem, 'X', sizeof(mem));	/* the owner reuses its memory */
+	assert_memory_equal(p, "23456789BODYabcde", 17);
+	assert_int_equal(zc_agg_copyout(a, 0, out, 7), 7);
+	assert_memory_equal(out, "XXXXXXX", 7);		/* a still borrows */
+	assert_int_equal(zc_agg_append_mem(NULL, mem, 1), -EINVAL);
+	assert_int_equal(zc_agg_append_mem(a, NULL, 1), -EINVAL);
+	assert_int_equal(zc_agg_append_mem(a, NULL, 0), 0);
+	zc_agg_release(a);
+	zc_agg_release(t);
+	zc_agg_release(d);
+	zc_buf_release(b);
+}
+
 static void test_file_slices(void **state)
 {
 	char path[] = "/tmp/zc-agg-XXXXXX", out[32];
@@ -338,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_map),
 		cmocka_unit_test(test_append_bytes_and_copyout),
 		cmocka_unit_test(test_file_slices),
+		cmocka_unit_test(test_borrowed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

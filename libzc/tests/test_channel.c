@@ -530,6 +530,16 @@ static void *opener_main(void *arg)
 
 /* zc_channel_open on a stream socket pair (the handshake needs both ends
  * at once, so one runs in a thread). */
+/* A pool for a test's messages and a connected UNIX stream pair. */
+static zc_pool *stream_pair(int sv[2])
+{
+	zc_pool *pool;
+
+	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	return pool;
+}
+
 static void test_stream_socket(void **state)
 {
 	struct opener o = { 0 };
@@ -541,8 +551,7 @@ static void test_stream_socket(void **state)
 	int sv[2];
 
 	(void)state;
-	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pool = stream_pair(sv);
 	o.sock = sv[1];
 	assert_int_equal(pthread_create(&tid, NULL, opener_main, &o), 0);
 	assert_int_equal(zc_channel_open(sv[0], &a), 0);
@@ -577,8 +586,7 @@ static void test_open_nonblocking(void **state)
 	int sv[2];
 
 	(void)state;
-	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pool = stream_pair(sv);
 	assert_int_equal(zc_channel_open_nb(sv[0], &a), 0);
 	assert_int_equal(zc_channel_handshake(a), -EAGAIN);
 	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
@@ -631,6 +639,89 @@ static void test_open_nonblocking(void **state)
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
 	zc_pool_destroy(pool);
+}
+
+/* Borrowed memory is never lent to the peer: it travels as copies, so
+ * the sender may reuse it the moment send returns. */
+static void test_borrowed_copied(void **state)
+{
+	char head[32] = "HTTP/1.1 200 OK\r\n\r\n";
+	zc_channel *a, *b;
+	zc_agg *agg, *got;
+	zc_buf *body;
+	char out[64];
+
+	(void)state;
+	assert_int_equal(zc_channel_pair(&a, &b), 0);
+	assert_int_equal(zc_agg_create(&agg), 0);
+	assert_int_equal(zc_agg_append_mem(agg, head, 19), 0);
+	assert_int_equal(zc_buf_from_bytes(NULL, "body", 4, &body), 0);
+	assert_int_equal(zc_agg_append_buf(agg, body, 0, 4), 0);
+	assert_int_equal(zc_channel_send(a, agg), 0);
+	memset(head, 'X', sizeof(head));
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	assert_int_equal(zc_agg_len(got), 23);
+	assert_int_equal(zc_agg_copyout(got, 0, out, 23), 23);
+	assert_memory_equal(out, "HTTP/1.1 200 OK\r\n\r\nbody", 23);
+	zc_agg_release(got);
+	zc_agg_release(agg);
+	zc_buf_release(body);
+	zc_channel_close(a);
+	zc_channel_close(b);
+	zc_channel_reclaim(0);
+}
+
+/* Parts of one buffer that arrive as separate (foreign) buffers -- a
+ * document cut into records with headers between -- are sent to a socket
+ * with one sendfile when they are adjacent again. */
+static void test_received_parts_one_sendfile(void **state)
+{
+	struct zc_io_stats before, after;
+	struct tu_reader r;
+	zc_channel *a, *b;
+	zc_agg *agg, *got, *tail, *mid;
+	zc_buf *doc, *hdr;
+	int wfd = -1, rfd = -1;
+
+	(void)state;
+	assert_int_equal(zc_channel_pair(&a, &b), 0);
+	doc = pattern_buf(NULL, 100 * KiB, 91, 0);
+	assert_int_equal(zc_buf_from_bytes(NULL, "hdr", 3, &hdr), 0);
+	assert_int_equal(zc_agg_create(&agg), 0);
+	assert_int_equal(zc_agg_append_buf(agg, doc, 0, 60 * KiB), 0);
+	assert_int_equal(zc_agg_append_buf(agg, hdr, 0, 3), 0);
+	assert_int_equal(zc_agg_append_buf(agg, doc, 60 * KiB, 40 * KiB), 0);
+	assert_int_equal(zc_channel_send(a, agg), 0);
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	assert_int_equal(zc_agg_nslices(got), 3);
+	/* Cut the header out: the two parts are adjacent again. */
+	assert_int_equal(zc_agg_split(got, 60 * KiB, &mid), 0);
+	assert_int_equal(zc_agg_split(mid, 3, &tail), 0);
+	assert_int_equal(zc_agg_concat(got, tail), 0);
+	assert_int_equal(zc_agg_nslices(got), 2);	/* two buffers */
+	assert_int_equal(tu_pair(TU_TCP, &wfd, &rfd), 0);
+	assert_int_equal(tu_reader_start(&r, rfd, 0), 0);
+	zc_io_stats(&before);
+	assert_int_equal(iol_write(wfd, got), (ssize_t)(100 * KiB));
+	zc_io_stats(&after);
+	assert_int_equal(after.calls - before.calls, 1);	/* one sendfile */
+	assert_int_equal(after.bytes_by_reference - before.bytes_by_reference,
+			 100 * KiB);
+	close(wfd);
+	tu_reader_join(&r);
+	close(rfd);
+	assert_int_equal(r.len, 100 * KiB);
+	assert_int_equal(tu_check(r.data, r.len, 91, 0), -1);
+	tu_reader_free(&r);
+	zc_agg_release(got);
+	zc_agg_release(mid);
+	zc_agg_release(tail);
+	zc_agg_release(agg);
+	zc_buf_release(doc);
+	zc_buf_release(hdr);
+	zc_channel_close(a);
+	zc_channel_close(b);
+	zc_channel_reclaim(0);
 }
 
 /* ------------------------------------------------------- across fork */
@@ -1140,6 +1231,8 @@ int main(void)
 		cmocka_unit_test(test_message_longer_than_ring),
 		cmocka_unit_test(test_stream_socket),
 		cmocka_unit_test(test_open_nonblocking),
+		cmocka_unit_test(test_borrowed_copied),
+		cmocka_unit_test(test_received_parts_one_sendfile),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_peer_killed),
 		cmocka_unit_test(test_close_while_lent),

@@ -35,7 +35,7 @@
 
 /* ------------------------------------------------------------- sources */
 
-enum src_kind { SRC_FILE, SRC_BUF, SRC_MIXED, SRC_SMALL };
+enum src_kind { SRC_FILE, SRC_BUF, SRC_MIXED, SRC_SMALL, SRC_BORROWED };
 
 /* An aggregate plus the bytes it must produce. */
 struct src {
@@ -44,6 +44,8 @@ struct src {
 	size_t len, cap;
 	zc_buf *big;		/* an extra reference, to inspect KREF */
 	uint64_t seed;
+	unsigned char *mem[8];	/* borrowed memory the aggregate names */
+	size_t nmem;
 };
 
 static void expect_add(struct src *s, const void *data, size_t len)
@@ -93,6 +95,19 @@ static void add_file(struct src *s, size_t off, size_t len, size_t tail)
 	free(tmp);
 }
 
+/* Append len bytes of memory the source owns, by reference. */
+static void add_mem(struct src *s, size_t len)
+{
+	unsigned char *m = malloc(len);
+
+	assert_non_null(m);
+	assert_true(s->nmem < sizeof(s->mem) / sizeof(s->mem[0]));
+	tu_fill(m, len, ++s->seed, 0);
+	s->mem[s->nmem++] = m;
+	assert_int_equal(zc_agg_append_mem(s->agg, m, len), 0);
+	expect_add(s, m, len);
+}
+
 static void src_make(struct src *s, enum src_kind kind)
 {
 	memset(s, 0, sizeof(*s));
@@ -120,6 +135,15 @@ static void src_make(struct src *s, enum src_kind kind)
 		add_file(s, 4096, 150 * KiB, 0);
 		add_buf(s, 0, 2, 0);
 		break;
+	case SRC_BORROWED:
+		add_mem(s, 137);			/* a response head */
+		add_file(s, 333, 200 * KiB, 5);
+		add_mem(s, 40 * KiB);			/* large: still copied */
+		add_buf(s, 100, 300 * KiB, 0);
+		add_mem(s, 1);
+		add_file(s, 0, 17, 0);
+		add_mem(s, 5000);
+		break;
 	}
 	assert_int_equal(zc_agg_len(s->agg), s->len);
 }
@@ -129,6 +153,8 @@ static void src_free(struct src *s)
 	zc_agg_release(s->agg);
 	zc_buf_release(s->big);
 	free(s->expect);
+	for (size_t i = 0; i < s->nmem; i++)
+		free(s->mem[i]);
 }
 
 static bool buf_kref(const zc_buf *b)
@@ -241,6 +267,39 @@ static void test_pair(void **state)
 		assert_int_equal(buf_kref(s.big), c->dst <= DST_UNIX);
 	}
 	src_free(&s);
+}
+
+static void partial_writes(enum tu_kind kind, enum src_kind sk);
+
+/* Borrowed memory (zc_agg_append_mem) goes out by copy on every path --
+ * never vmspliced, never sendfile'd -- so its owner may reuse it as soon
+ * as iol_write has passed it; partial writes resume inside it. */
+static void test_borrowed_memory(void **state)
+{
+	static const enum dst_kind dsts[] = { DST_TCP, DST_PIPE, DST_UNIX };
+	struct zc_io_stats before, after;
+	struct src s;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(dsts) / sizeof(dsts[0]); i++) {
+		src_make(&s, SRC_BORROWED);
+		zc_io_stats(&before);
+		send_stream(&s, dsts[i]);
+		zc_io_stats(&after);
+		/* 137 + 40 KiB + 1 + 5000 borrowed bytes were copied. */
+		assert_true(after.bytes_copied - before.bytes_copied >=
+			    137 + 40 * KiB + 1 + 5000);
+		/* Nothing is left that names the memory: scribble on it. */
+		for (size_t k = 0; k < s.nmem; k++)
+			s.mem[k][0] ^= 0xff;
+		src_free(&s);
+	}
+	src_make(&s, SRC_BORROWED);
+	send_file(&s, 0);
+	src_free(&s);
+	partial_writes(TU_PIPE, SRC_BORROWED);
+	partial_writes(TU_UNIX, SRC_BORROWED);
+	partial_writes(TU_TCP, SRC_BORROWED);
 }
 
 static void test_append_destination(void **state)
@@ -1071,6 +1130,7 @@ int main(void)
 		PAIR_TEST(17, "small_to_unix"),
 		PAIR_TEST(18, "small_to_file"),
 		cmocka_unit_test(test_append_destination),
+		cmocka_unit_test(test_borrowed_memory),
 		cmocka_unit_test(test_small_slices_copied),
 		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_read_pipe),

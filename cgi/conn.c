@@ -1,0 +1,838 @@
+/*
+ * conn.c - one connection from the web server: accepting it and telling
+ * its transport apart, reading its record stream, and sending records.
+ *
+ * Transports (docs/fastcgi.md): the first byte the server sends is 0x01
+ * (a FastCGI header: the standard protocol on the socket itself) or 0xC1
+ * (libzc's channel handshake: the zero-copy transport).  We peek at it
+ * without consuming it; a peek does not take the descriptors a handshake
+ * carries (SCM_RIGHTS stay with the message until it is really received:
+ * cgi/tests/test_conn.c checks that).
+ *
+ * Input is read as chunks: the next contiguous bytes, valid until the
+ * caller consumes them.  On a socket a chunk lies in our read buffer; on a
+ * channel it is a slice of a received buffer (the server's pool, mapped
+ * read-only), which goes back to its owner once consumed.  The readers
+ * above consume a chunk only when they fetch the next one, so the bytes an
+ * application reads from FCGX_GetStr never move.
+ *
+ * Output goes as batches of records built by the streams.  On a socket a
+ * batch is one gathered sendmsg (bytes staged or lent by the app, record
+ * headers from the batch itself) with sendfile for file extents.  On a
+ * channel it is ONE message: all the record headers (and the few bodies
+ * that are bytes) copied into one small pool buffer, and the content as
+ * slices of the streams' pool buffers, cached documents and file extents,
+ * each record's content a sub-slice of them (no copy).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MSG_FCGI 0x01
+#define MSG_ZC_HELLO 0xC1
+
+/* ------------------------------------------------------- registry by fd */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct zcf_conn **reg;
+static size_t reg_cap;
+
+static int reg_set(int fd, struct zcf_conn *c)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	if ((size_t)fd >= reg_cap && c) {
+		size_t cap = reg_cap ? reg_cap : 64;
+		struct zcf_conn **v;
+
+		while (cap <= (size_t)fd)
+			cap *= 2;
+		v = realloc(reg, cap * sizeof(*v));
+		if (!v) {
+			err = -ENOMEM;
+		} else {
+			memset(v + reg_cap, 0, (cap - reg_cap) * sizeof(*v));
+			reg = v;
+			reg_cap = cap;
+		}
+	}
+	if (!err && (size_t)fd < reg_cap)
+		reg[fd] = c;
+	pthread_mutex_unlock(&reg_lock);
+	return err;
+}
+
+struct zcf_conn *zcf_conn_get(int fd)
+{
+	struct zcf_conn *c = NULL;
+
+	if (fd < 0)
+		return NULL;
+	pthread_mutex_lock(&reg_lock);
+	if ((size_t)fd < reg_cap)
+		c = reg[fd];
+	pthread_mutex_unlock(&reg_lock);
+	return c;
+}
+
+/* ------------------------------------------------------------- accepting */
+
+/* FCGI_WEB_SERVER_ADDRS: the IPv4 addresses a TCP peer must have, comma
+ * separated (libfcgi's variable; unset means anyone). */
+static char *addrs;
+static size_t pool_size = (size_t)1 << 30;
+
+/* The environment is read when the library loads: later, FCGI_Accept
+ * points environ at a request's parameters (which a client controls). */
+__attribute__((constructor)) static void env_init(void)
+{
+	const char *v = getenv("FCGI_WEB_SERVER_ADDRS");
+
+	addrs = v && *v ? strdup(v) : NULL;
+	v = getenv("ZCFCGI_POOL_MB");
+	if (v && atol(v) > 0)
+		pool_size = (size_t)atol(v) << 20;
+}
+
+static bool peer_allowed(int fd)
+{
+	const char *list;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char addr[INET6_ADDRSTRLEN];
+	const char *p;
+	size_t n;
+
+	if (!(list = addrs))
+		return true;
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+		return false;
+	if (ss.ss_family == AF_UNIX)
+		return true;
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+			  addr, sizeof(addr));
+	else if (ss.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+			  addr, sizeof(addr));
+	else
+		return false;
+	n = strlen(addr);
+	for (p = list; *p;) {
+		size_t l = strcspn(p, ", \t");
+
+		if (l == n && !memcmp(p, addr, n))
+			return true;
+		p += l;
+		p += strspn(p, ", \t");
+	}
+	return false;
+}
+
+static struct zcf_conn *conn_new(int fd)
+{
+	struct zcf_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	return c;
+}
+
+int zcf_conn_accept(int lsock, struct zcf_conn **out)
+{
+	struct zcf_conn *c;
+	unsigned char b;
+	ssize_t n;
+	int fd, err;
+
+	*out = NULL;
+	fd = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			struct pollfd p = { .fd = lsock, .events = POLLIN };
+
+			if (poll(&p, 1, -1) < 0)
+				return -errno;
+			return -EAGAIN;
+		}
+		if (errno == ECONNABORTED || errno == EPROTO)
+			return -EAGAIN;
+		return -errno;
+	}
+	if (!peer_allowed(fd)) {
+		close(fd);
+		return -EAGAIN;
+	}
+	do
+		n = recv(fd, &b, 1, MSG_PEEK);
+	while (n < 0 && errno == EINTR);
+	if (n != 1 || (b != MSG_FCGI && b != MSG_ZC_HELLO)) {
+		close(fd);
+		return -EAGAIN;
+	}
+	c = conn_new(fd);
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (b == MSG_ZC_HELLO) {
+		err = zc_channel_open(fd, &c->ch);
+		if (err) {
+			close(fd);
+			free(c);
+			return -EAGAIN;
+		}
+		c->fd = zc_channel_fd(c->ch);
+	} else {
+		c->rbuf = malloc(ZCF_RBUF_SIZE);
+		if (!c->rbuf) {
+			close(fd);
+			free(c);
+			return -ENOMEM;
+		}
+	}
+	if ((err = reg_set(c->fd, c))) {
+		zcf_conn_close(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+/* Closing a socket with unread input makes the kernel answer with a
+ * reset, which can destroy the response still on its way to the server
+ * (a server that sent an empty STDIN record we never read, say).  So: our
+ * side shut down, then input drained until the server closes (it has
+ * everything), for at most LINGER_MS. */
+#define LINGER_MS 2000
+
+static void lingering_close(struct zcf_conn *c)
+{
+	struct timespec t0, t;
+	char sink[4096];
+
+	if (!c->eof && shutdown(c->fd, SHUT_WR) == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (;;) {
+			struct pollfd p = { .fd = c->fd, .events = POLLIN };
+			long ms;
+			ssize_t n;
+
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			ms = (t.tv_sec - t0.tv_sec) * 1000 +
+			     (t.tv_nsec - t0.tv_nsec) / 1000000;
+			if (ms >= LINGER_MS || poll(&p, 1, (int)(LINGER_MS - ms)) <= 0)
+				break;
+			n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && errno != EINTR &&
+				       errno != EAGAIN))
+				break;
+		}
+	}
+	close(c->fd);
+}
+
+void zcf_conn_close(struct zcf_conn *c)
+{
+	if (!c)
+		return;
+	reg_set(c->fd, NULL);
+	zc_agg_release(c->rin);
+	if (c->ch)
+		zc_channel_close(c->ch);
+	else
+		lingering_close(c);
+	for (unsigned i = 0; i < c->nfiles; i++)
+		zc_file_release(c->files[i]);
+	free(c->files);
+	free(c->rbuf);
+	free(c->bounce);
+	free(c);
+}
+
+/* ----------------------------------------------------------------- input */
+
+static int chan_recv(struct zcf_conn *c)
+{
+	zc_agg *m;
+	int err;
+
+	do
+		err = zc_channel_recv(c->ch, &m);
+	while (err == -EINTR);
+	if (err == -EPIPE) {
+		c->eof = true;
+		return 0;
+	}
+	if (err)
+		return err;
+	if (!c->rin) {
+		c->rin = m;
+		return 1;
+	}
+	err = zc_agg_concat(c->rin, m);
+	zc_agg_release(m);
+	return err ? err : 1;
+}
+
+ssize_t zcf_conn_peek(struct zcf_conn *c, const uint8_t **p, size_t max)
+{
+	struct zc_slice s;
+	ssize_t n;
+	int err;
+
+	if (max == 0)
+		return 0;
+	if (!c->ch) {
+		while (c->rpos == c->rend) {
+			if (c->eof)
+				return 0;
+			c->rpos = c->rend = 0;
+			n = recv(c->fd, c->rbuf, ZCF_RBUF_SIZE, 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno != ECONNRESET)
+				return -errno;
+			if (n <= 0) {
+				c->eof = true;
+				return 0;
+			}
+			c->rend = (size_t)n;
+		}
+		*p = c->rbuf + c->rpos;
+		n = (ssize_t)(c->rend - c->rpos);
+		return (size_t)n < max ? n : (ssize_t)max;
+	}
+	while (!c->rin || zc_agg_len(c->rin) == 0) {
+		if (c->eof)
+			return 0;
+		if ((err = chan_recv(c)) <= 0)
+			return err;
+	}
+	if ((err = zc_agg_slice(c->rin, 0, &s)))
+		return err;
+	if (s.len < max)
+		max = s.len;
+	if (s.kind == ZC_SLICE_BUF) {
+		const uint8_t *d = zc_buf_data(s.buf);
+
+		if (!d)
+			return -EIO;
+		*p = d + s.off;
+		return (ssize_t)max;
+	}
+	/* A file extent in the input (zchttpd sends none): read a copy. */
+	if (max > ZCF_RBUF_SIZE)
+		max = ZCF_RBUF_SIZE;
+	if (!c->bounce && !(c->bounce = malloc(ZCF_RBUF_SIZE)))
+		return -ENOMEM;
+	n = zc_agg_copyout(c->rin, 0, c->bounce, max);
+	if (n <= 0)
+		return n < 0 ? n : -EIO;
+	*p = c->bounce;
+	return n;
+}
+
+void zcf_conn_consume(struct zcf_conn *c, size_t n)
+{
+	if (!c->ch)
+		c->rpos += n;
+	else if (n)
+		zc_agg_trim_front(c->rin, n);
+}
+
+static int read_bytes(struct zcf_conn *c, uint8_t *dst, size_t len)
+{
+	while (len) {
+		const uint8_t *p;
+		ssize_t n = zcf_conn_peek(c, &p, len);
+
+		if (n <= 0)
+			return n ? (int)n : -EPIPE;
+		memcpy(dst, p, (size_t)n);
+		zcf_conn_consume(c, (size_t)n);
+		dst += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int skip_bytes(struct zcf_conn *c, size_t len)
+{
+	while (len) {
+		const uint8_t *p;
+		ssize_t n = zcf_conn_peek(c, &p, len);
+
+		if (n <= 0)
+			return n ? (int)n : -EPIPE;
+		zcf_conn_consume(c, (size_t)n);
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int zcf_conn_next_record(struct zcf_conn *c)
+{
+	uint8_t h[FCGI_HEADER_LEN];
+	int err;
+
+	if ((err = skip_bytes(c, c->rec_left + c->pad_left)))
+		return err;
+	c->rec_left = c->pad_left = 0;
+	if ((err = read_bytes(c, h, sizeof(h))))
+		return err;
+	if ((err = fcgi_header_decode_any(h, &c->rec)))
+		return err;
+	c->rec_left = c->rec.content_length;
+	c->pad_left = c->rec.padding_length;
+	return 0;
+}
+
+int zcf_conn_read_content(struct zcf_conn *c, void *dst)
+{
+	int err = read_bytes(c, dst, c->rec_left);
+
+	if (!err)
+		c->rec_left = 0;
+	return err;
+}
+
+size_t zcf_conn_buffered(struct zcf_conn *c)
+{
+	if (!c->ch)
+		return c->rend - c->rpos;
+	return c->rin ? zc_agg_len(c->rin) : 0;
+}
+
+int zcf_conn_poll_input(struct zcf_conn *c)
+{
+	ssize_t n;
+	int err;
+
+	if (c->eof || c->broken)
+		return 0;
+	if (c->ch) {
+		zc_channel_set_nonblock(c->ch, 1);
+		err = chan_recv(c);
+		zc_channel_set_nonblock(c->ch, 0);
+		return err == -EAGAIN || err > 0 ? 0 : err;
+	}
+	/* No chunk is out (the caller read its input to the end): the
+	 * buffered bytes may move to the front. */
+	if (c->rpos > 0) {
+		memmove(c->rbuf, c->rbuf + c->rpos, c->rend - c->rpos);
+		c->rend -= c->rpos;
+		c->rpos = 0;
+	}
+	if (c->rend == ZCF_RBUF_SIZE)
+		return 0;
+	n = recv(c->fd, c->rbuf + c->rend, ZCF_RBUF_SIZE - c->rend,
+		 MSG_DONTWAIT);
+	if (n > 0)
+		c->rend += (size_t)n;
+	else if (n == 0 || errno == ECONNRESET)
+		c->eof = true;
+	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+void zcf_conn_copy_buffered(struct zcf_conn *c, size_t off, void *dst,
+			    size_t n)
+{
+	if (!c->ch)
+		memcpy(dst, c->rbuf + c->rpos + off, n);
+	else
+		(void)zc_agg_copyout(c->rin, off, dst, n);
+}
+
+/* ---------------------------------------------------------------- output */
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static zc_pool *out_pool;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+/* The pool is reserved, not touched (untouched pages cost nothing), so it
+ * can be large: buffers lent to zchttpd come back only when the client
+ * has taken the response.  ZCFCGI_POOL_MB overrides the size. */
+
+/* After fork the pool is the parent's (read-only here): the child makes
+ * its own on first use.  An atfork handler rather than a getpid() per
+ * call (this is on every response's path). */
+static void pool_fork_child(void)
+{
+	pthread_mutex_init(&pool_lock, NULL);
+	out_pool = NULL;
+}
+
+static void pool_once_init(void)
+{
+	pthread_atfork(NULL, NULL, pool_fork_child);
+}
+
+zc_pool *zcf_pool(void)
+{
+	zc_pool *p;
+
+	pthread_once(&pool_once, pool_once_init);
+	pthread_mutex_lock(&pool_lock);
+	if (!out_pool && zc_pool_create(pool_size, &out_pool))
+		out_pool = NULL;
+	p = out_pool;
+	pthread_mutex_unlock(&pool_lock);
+	return p;
+}
+
+__attribute__((destructor)) static void pool_fini(void)
+{
+	/* Buffers still lent keep the memory until they come back. */
+	zc_pool_destroy(out_pool);
+	out_pool = NULL;
+}
+
+/* Files shared by requests: the same version of the same file is one
+ * zc_file, so a channel sends its descriptor once. */
+#define FILE_CACHE 64
+
+static struct {
+	struct zc_file_version v;
+	zc_file *f;
+} file_cache[FILE_CACHE];
+static unsigned file_next;
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int zcf_file_get(int fd, zc_file **out)
+{
+	struct zc_file_version v;
+	struct stat st;
+	zc_file *f;
+	int err;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	v.dev = st.st_dev;
+	v.ino = st.st_ino;
+	v.size = st.st_size;
+	v.mtime_ns = st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+	v.ctime_ns = st.st_ctim.tv_sec * 1000000000ll + st.st_ctim.tv_nsec;
+	pthread_mutex_lock(&file_lock);
+	for (unsigned i = 0; i < FILE_CACHE; i++) {
+		if (file_cache[i].f && !memcmp(&file_cache[i].v, &v, sizeof(v))) {
+			*out = zc_file_ref(file_cache[i].f);
+			pthread_mutex_unlock(&file_lock);
+			return 0;
+		}
+	}
+	err = zc_file_from_fd(fd, &f);
+	if (!err) {
+		unsigned i = file_next++ % FILE_CACHE;
+
+		zc_file_release(file_cache[i].f);
+		zc_file_version(f, &file_cache[i].v);
+		file_cache[i].f = zc_file_ref(f);
+		*out = f;
+	}
+	pthread_mutex_unlock(&file_lock);
+	return err;
+}
+
+__attribute__((destructor)) static void file_cache_fini(void)
+{
+	for (unsigned i = 0; i < FILE_CACHE; i++) {
+		zc_file_release(file_cache[i].f);
+		file_cache[i].f = NULL;
+	}
+}
+
+bool zcf_conn_file_ok(struct zcf_conn *c, zc_file *f)
+{
+	zc_file **v;
+
+	for (unsigned i = 0; i < c->nfiles; i++)
+		if (c->files[i] == f)
+			return true;
+	if (c->nfiles >= ZCF_CONN_FILES)
+		return false;
+	v = realloc(c->files, (c->nfiles + 1) * sizeof(*v));
+	if (!v)
+		return false;
+	c->files = v;
+	c->files[c->nfiles++] = zc_file_ref(f);
+	return true;
+}
+
+void zcf_batch_init(struct zcf_batch *b, struct zcf_conn *c, int rawfd)
+{
+	memset(b, 0, sizeof(*b));
+	b->c = c;
+	b->rawfd = c ? c->fd : rawfd;
+}
+
+static struct zcf_rec *batch_rec(struct zcf_batch *b, uint8_t type,
+				 uint16_t id, size_t len)
+{
+	struct zcf_rec *r;
+
+	if (b->err)
+		return NULL;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 8;
+
+		r = realloc(b->r, cap * sizeof(*r));
+		if (!r) {
+			b->err = -ENOMEM;
+			return NULL;
+		}
+		b->r = r;
+		b->cap = cap;
+	}
+	r = &b->r[b->n++];
+	memset(r, 0, sizeof(*r));
+	fcgi_header_encode(r->hdr, type, id, (uint16_t)len, 0);
+	r->len = len;
+	return r;
+}
+
+void zcf_batch_bytes(struct zcf_batch *b, uint8_t type, uint16_t id,
+		     const void *p, size_t len)
+{
+	const uint8_t *s = p;
+
+	do {
+		size_t n = len > FCGI_MAX_CONTENT ? FCGI_MAX_CONTENT : len;
+		struct zcf_rec *r = batch_rec(b, type, id, n);
+
+		if (!r)
+			return;
+		r->bytes = n ? s : NULL;
+		s += n;
+		len -= n;
+	} while (len);
+}
+
+void zcf_batch_agg(struct zcf_batch *b, uint8_t type, uint16_t id,
+		   zc_agg *agg)
+{
+	size_t len = zc_agg_len(agg);
+
+	do {
+		size_t n = len > FCGI_MAX_CONTENT ? FCGI_MAX_CONTENT : len;
+		zc_agg *tail = NULL;
+		struct zcf_rec *r;
+		int err;
+
+		if (n < len && (err = zc_agg_split(agg, n, &tail))) {
+			b->err = b->err ? b->err : err;
+			break;
+		}
+		r = batch_rec(b, type, id, n);
+		if (!r) {
+			zc_agg_release(tail);
+			break;
+		}
+		if (n) {
+			r->agg = agg;
+		} else {
+			zc_agg_release(agg);
+		}
+		agg = tail;
+		len -= n;
+	} while (agg);
+	zc_agg_release(agg);
+}
+
+void zcf_batch_free(struct zcf_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		zc_agg_release(b->r[i].agg);
+	free(b->r);
+	b->r = NULL;
+	b->n = b->cap = 0;
+}
+
+/* Send iov[0..n) completely (a blocking socket). */
+static int send_all(int fd, struct iovec *iov, size_t n)
+{
+	while (n) {
+		struct msghdr mh = {
+			.msg_iov = iov,
+			.msg_iovlen = n > IOV_MAX ? IOV_MAX : n,
+		};
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+static int send_file_slice(int fd, const struct zc_slice *s)
+{
+	zc_agg *a;
+	int err = zc_agg_create(&a);
+
+	if (err)
+		return err;
+	err = zc_agg_append_file(a, s->file, s->off, s->len);
+	while (!err && zc_agg_len(a) > 0) {
+		ssize_t w = iol_write(fd, a);
+
+		if (w < 0 && w != -EINTR)
+			err = (int)w;
+	}
+	zc_agg_release(a);
+	return err;
+}
+
+/* The standard transport: headers and bytes gathered, buffer slices
+ * written from their memory (the socket's copy), file extents with
+ * sendfile. */
+static int batch_send_socket(struct zcf_batch *b)
+{
+	struct iovec *iov;
+	size_t n = 0, cap = 64;
+	int err = 0;
+
+	if (!(iov = malloc(cap * sizeof(*iov))))
+		return -ENOMEM;
+	for (size_t i = 0; i < b->n && !err; i++) {
+		struct zcf_rec *r = &b->r[i];
+		size_t ns = r->agg ? zc_agg_nslices(r->agg) : 0;
+
+		if (n + 2 + ns > cap) {
+			struct iovec *v;
+
+			cap = (n + 2 + ns) * 2;
+			if (!(v = realloc(iov, cap * sizeof(*iov)))) {
+				err = -ENOMEM;
+				break;
+			}
+			iov = v;
+		}
+		iov[n++] = (struct iovec){ r->hdr, FCGI_HEADER_LEN };
+		if (r->bytes)
+			iov[n++] = (struct iovec){ (void *)r->bytes, r->len };
+		for (size_t j = 0; j < ns && !err; j++) {
+			struct zc_slice s;
+			const char *d;
+
+			zc_agg_slice(r->agg, j, &s);
+			if (s.kind == ZC_SLICE_FILE) {
+				err = send_all(b->rawfd, iov, n);
+				n = 0;
+				if (!err)
+					err = send_file_slice(b->rawfd, &s);
+				continue;
+			}
+			if (!(d = zc_buf_data(s.buf))) {
+				err = -EIO;
+				break;
+			}
+			iov[n++] = (struct iovec){ (void *)(d + s.off), s.len };
+		}
+	}
+	if (!err)
+		err = send_all(b->rawfd, iov, n);
+	free(iov);
+	return err;
+}
+
+/* The zero-copy transport: one message. */
+static int batch_send_channel(struct zcf_batch *b)
+{
+	size_t hlen = 0, off = 0;
+	zc_buf *hb = NULL;
+	zc_agg *msg = NULL;
+	uint8_t *w;
+	int err;
+
+	for (size_t i = 0; i < b->n; i++)
+		hlen += FCGI_HEADER_LEN + (b->r[i].bytes ? b->r[i].len : 0);
+	if (!hlen)
+		return 0;
+	if ((err = zc_buf_alloc(zcf_pool(), hlen, &hb)))
+		return err;
+	w = zc_buf_wptr(hb);
+	for (size_t i = 0; i < b->n; i++) {
+		memcpy(w + off, b->r[i].hdr, FCGI_HEADER_LEN);
+		off += FCGI_HEADER_LEN;
+		if (b->r[i].bytes) {
+			memcpy(w + off, b->r[i].bytes, b->r[i].len);
+			off += b->r[i].len;
+		}
+	}
+	if ((err = zc_buf_publish(hb, hlen)) || (err = zc_agg_create(&msg)))
+		goto out;
+	off = 0;
+	for (size_t i = 0; i < b->n && !err; i++) {
+		size_t l = FCGI_HEADER_LEN + (b->r[i].bytes ? b->r[i].len : 0);
+
+		err = zc_agg_append_buf(msg, hb, off, l);
+		off += l;
+		if (!err && b->r[i].agg)
+			err = zc_agg_concat(msg, b->r[i].agg);
+	}
+	if (!err) {
+		do
+			err = zc_channel_send(b->c->ch, msg);
+		while (err == -EINTR);
+	}
+out:
+	zc_agg_release(msg);
+	zc_buf_release(hb);
+	return err;
+}
+
+int zcf_batch_send(struct zcf_batch *b)
+{
+	int err = b->err;
+
+	if (!err && b->c && b->c->broken)
+		err = -EPIPE;
+	if (!err && b->n)
+		err = b->c && b->c->ch ? batch_send_channel(b)
+				       : batch_send_socket(b);
+	if (err && b->c)
+		b->c->broken = true;
+	zcf_batch_free(b);
+	return err;
+}
+
+int zcf_conn_send_record(struct zcf_conn *c, uint8_t type, uint16_t id,
+			 const void *content, size_t len)
+{
+	struct zcf_batch b;
+
+	zcf_batch_init(&b, c, -1);
+	zcf_batch_bytes(&b, type, id, content, len);
+	return zcf_batch_send(&b);
+}

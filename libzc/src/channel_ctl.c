@@ -1,0 +1,334 @@
+/*
+ * channel_ctl.c - the control socket: reading its messages, and the pools
+ * and files the two sides share over it.
+ *
+ * The socket carries typed control messages only (channel_int.h lists
+ * them); the descriptors themselves travel on the rings.  Each pool and
+ * each file is sent once per channel, with SCM_RIGHTS, and from then on is
+ * named by a number: a pool by its id, a file by a token (its index here).
+ * We keep a reference to everything we sent, so that a pool id names one
+ * pool for the channel's whole life.
+ *
+ * Ordering rule: a pool or file a descriptor names is always sent on the
+ * socket *before* the descriptor is published on the ring.  AF_UNIX sendmsg
+ * queues the message at the receiver before it returns, so a receiver that
+ * meets an unknown pool id only has to drain the socket (without blocking)
+ * to find it; if it is still unknown the peer is lying (-EPROTO).  That is
+ * zc_ch_peer_pool and zc_ch_peer_file.
+ *
+ * Everything read here comes from the peer and is checked: wrong sizes,
+ * unknown types, a pool or file token shared twice, more than the limits
+ * are protocol errors, sticky on the channel.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "channel_int.h"
+
+struct file_msg {
+	uint8_t type, pad[3];
+	uint32_t token;
+	struct zc_file_version v;
+};
+
+/* ------------------------------------------------------------- reading */
+
+int zc_ch_read_msg(zc_channel *ch, void *buf, size_t len, int *fd)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { buf, len };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	int flags = MSG_CMSG_CLOEXEC;
+	ssize_t n;
+
+	*fd = -1;
+	if (ch->socktype == SOCK_STREAM)
+		flags |= MSG_WAITALL;
+	do
+		n = recvmsg(ch->sock, &mh, flags);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == ECONNRESET ? -EPIPE : -errno;
+	zc_sock_take_fds(&mh, fd);
+	if (n == 0 || (size_t)n != len ||
+	    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		return n == 0 ? -EPIPE : -EPROTO;
+	}
+	return 0;
+}
+
+int zc_ch_peek_type(int sock)
+{
+	unsigned char t;
+	ssize_t n;
+
+	do
+		n = recv(sock, &t, 1, MSG_PEEK | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return -EAGAIN;
+		return errno == ECONNRESET ? -EPIPE : -errno;
+	}
+	return n == 0 ? -EPIPE : t;
+}
+
+static int import_pool(zc_channel *ch)
+{
+	struct zc_ch_imp_pool *v;
+	zc_pool *p;
+	int err = zc_pool_recv(ch->sock, &p);
+
+	if (err)
+		return err == -EPIPE ? err : -EPROTO;
+	for (uint32_t i = 0; i < ch->n_imp_pools; i++) {
+		if (ch->imp_pools[i].id == p->id) {
+			/* Shared twice: a confused peer; keep the first. */
+			zc_pool_put(p);
+			return -EPROTO;
+		}
+	}
+	if (ch->n_imp_pools == ch->cap_imp_pools) {
+		uint32_t cap = ch->cap_imp_pools ? ch->cap_imp_pools * 2 : 4;
+
+		v = cap > ZC_CH_MAX_POOLS ? NULL :
+		    realloc(ch->imp_pools, cap * sizeof(*v));
+		if (!v) {
+			zc_pool_put(p);
+			return cap > ZC_CH_MAX_POOLS ? -EPROTO : -ENOMEM;
+		}
+		ch->imp_pools = v;
+		ch->cap_imp_pools = cap;
+	}
+	ch->imp_pools[ch->n_imp_pools].id = p->id;
+	ch->imp_pools[ch->n_imp_pools++].pool = p;
+	return 0;
+}
+
+static int import_file(zc_channel *ch)
+{
+	struct file_msg m;
+	zc_file *f;
+	int fd, err = zc_ch_read_msg(ch, &m, sizeof(m), &fd);
+
+	if (err)
+		return err;
+	if (fd < 0 || m.token >= ZC_CH_MAX_FILES)
+		err = -EPROTO;
+	if (!err && !ch->imp_files &&
+	    !(ch->imp_files = calloc(ZC_CH_MAX_FILES, sizeof(zc_file *))))
+		err = -ENOMEM;
+	if (!err && ch->imp_files[m.token])
+		err = -EPROTO;	/* tokens are never reused */
+	if (!err)
+		err = zc_file_from_fd(fd, &f);
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		return err == -ENOMEM ? err : -EPROTO;
+	/* The extents were cut against the sender's version of the file:
+	 * keep that version, so a change since then reads as -ESTALE. */
+	f->v = m.v;
+	ch->imp_files[m.token] = f;
+	return 0;
+}
+
+/* Read one control message if one is waiting: 1 done, 0 none, <0 error. */
+static int handle_msg(zc_channel *ch)
+{
+	unsigned char b;
+	int fd, err, t = zc_ch_peek_type(ch->sock);
+
+	if (t == -EAGAIN)
+		return 0;
+	if (t < 0)
+		return t;
+	switch (t) {
+	case ZC_CH_MSG_DOORBELL:
+	case ZC_CH_MSG_CLOSE:
+		err = zc_ch_read_msg(ch, &b, 1, &fd);
+		if (fd >= 0)
+			close(fd);
+		if (!err && t == ZC_CH_MSG_CLOSE)
+			ch->peer_closed = true;
+		break;
+	case ZC_CH_MSG_FILE:
+		err = import_file(ch);
+		break;
+	case ZC_CH_MSG_HELLO:
+		err = -EPROTO;	/* only once, at the handshake */
+		break;
+	default:
+		err = import_pool(ch);
+		break;
+	}
+	return err ? err : 1;
+}
+
+int zc_ch_drain_sock(zc_channel *ch)
+{
+	int r;
+
+	while ((r = handle_msg(ch)) > 0)
+		;
+	if (r == -EPIPE) {
+		zc_ch_peer_gone(ch);
+		return r;
+	}
+	if (r < 0 && r != -EINTR)
+		return zc_ch_broke(ch, r == -ENOMEM ? r : -EPROTO);
+	return 0;
+}
+
+/* ------------------------------------------ what the peer shared with us */
+
+/* Lookups by pool id and by file token: the entry, or NULL. */
+static void *imp_pool_find(zc_channel *ch, uint64_t id)
+{
+	if (ch->last_imp < ch->n_imp_pools &&
+	    ch->imp_pools[ch->last_imp].id == id)
+		return ch->imp_pools[ch->last_imp].pool;
+	for (uint32_t i = 0; i < ch->n_imp_pools; i++) {
+		if (ch->imp_pools[i].id == id) {
+			ch->last_imp = i;
+			return ch->imp_pools[i].pool;
+		}
+	}
+	return NULL;
+}
+
+static void *imp_file_find(zc_channel *ch, uint64_t token)
+{
+	return ch->imp_files ? ch->imp_files[token] : NULL;
+}
+
+static int imp_find(zc_channel *ch, void *(*find)(zc_channel *, uint64_t),
+		    uint64_t key, void **out)
+{
+	int err;
+
+	if ((*out = find(ch, key)))
+		return 0;
+	/* Not known yet: by the ordering rule it is in the socket now. */
+	err = zc_ch_drain_sock(ch);
+	if (err < 0 && err != -EPIPE)
+		return err;
+	return (*out = find(ch, key)) ? 0 : -EPROTO;
+}
+
+int zc_ch_peer_pool(zc_channel *ch, uint64_t id, zc_pool **out)
+{
+	void *p;
+	int err = imp_find(ch, imp_pool_find, id, &p);
+
+	*out = p;
+	return err;
+}
+
+int zc_ch_peer_file(zc_channel *ch, uint64_t token, zc_file **out)
+{
+	void *f = NULL;
+	int err = token < ZC_CH_MAX_FILES ?
+		  imp_find(ch, imp_file_find, token, &f) : -EPROTO;
+
+	*out = f;
+	return err;
+}
+
+/* --------------------------------------------- what we share with the peer */
+
+int zc_ch_share_pool(zc_channel *ch, zc_pool *pool)
+{
+	zc_pool **v;
+	int err;
+
+	if (ch->last_pool < ch->n_sent_pools &&
+	    ch->sent_pools[ch->last_pool] == pool)
+		return 0;
+	for (uint32_t i = 0; i < ch->n_sent_pools; i++) {
+		if (ch->sent_pools[i] == pool) {
+			ch->last_pool = i;
+			return 0;
+		}
+	}
+	if (ch->n_sent_pools == ZC_CH_MAX_POOLS)
+		return -ENOBUFS;
+	if (ch->n_sent_pools == ch->cap_sent_pools) {
+		uint32_t cap = ch->cap_sent_pools ? ch->cap_sent_pools * 2 : 4;
+
+		v = realloc(ch->sent_pools, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		ch->sent_pools = v;
+		ch->cap_sent_pools = cap;
+	}
+	err = zc_pool_send(ch->sock, pool);
+	if (err)
+		return err == -ECONNRESET ? -EPIPE : err;
+	/* Our reference keeps the pool (and so its id) alive and unique. */
+	zc_pool_get(pool);
+	ch->last_pool = ch->n_sent_pools;
+	ch->sent_pools[ch->n_sent_pools++] = pool;
+	return 0;
+}
+
+int zc_ch_share_file(zc_channel *ch, zc_file *file, uint32_t *token)
+{
+	struct file_msg m = { .type = ZC_CH_MSG_FILE };
+	int err;
+
+	for (uint32_t i = 0; i < ch->n_sent_files; i++) {
+		if (ch->sent_files[i] == file) {
+			*token = i;
+			return 0;
+		}
+	}
+	if (ch->n_sent_files == ZC_CH_MAX_FILES)
+		return -ENFILE;
+	if (!ch->sent_files &&
+	    !(ch->sent_files = calloc(ZC_CH_MAX_FILES, sizeof(zc_file *))))
+		return -ENOMEM;
+	m.token = ch->n_sent_files;
+	zc_file_version(file, &m.v);
+	err = zc_sock_send(ch->sock, &m, sizeof(m), zc_file_fd(file), 0);
+	if (err)
+		return err;
+	ch->sent_files[ch->n_sent_files] = zc_file_ref(file);
+	*token = ch->n_sent_files++;
+	return 0;
+}
+
+void zc_ch_send_close(zc_channel *ch)
+{
+	static const unsigned char bye = ZC_CH_MSG_CLOSE;
+
+	(void)zc_sock_send(ch->sock, &bye, 1, -1, MSG_DONTWAIT);
+}
+
+void zc_ch_ctl_free(zc_channel *ch)
+{
+	for (uint32_t i = 0; i < ch->n_sent_pools; i++)
+		zc_pool_put(ch->sent_pools[i]);
+	for (uint32_t i = 0; i < ch->n_sent_files; i++)
+		zc_file_release(ch->sent_files[i]);
+	for (uint32_t i = 0; i < ch->n_imp_pools; i++)
+		zc_pool_put(ch->imp_pools[i].pool);
+	for (uint32_t i = 0; ch->imp_files && i < ZC_CH_MAX_FILES; i++)
+		zc_file_release(ch->imp_files[i]);
+	free(ch->sent_pools);
+	free(ch->sent_files);
+	free(ch->imp_pools);
+	free(ch->imp_files);
+}

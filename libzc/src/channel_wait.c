@@ -1,0 +1,140 @@
+/*
+ * channel_wait.c - sleeping and waking: how a side with nothing to do waits
+ * for its peer without a lost wakeup, and without a system call per
+ * transfer while both are busy.
+ *
+ * The Dekker pattern: a consumer that finds nothing to do sets its shared
+ * `sleeping` flag (seq_cst), checks again, and only then polls the socket.
+ * A producer publishes, issues a seq_cst fence, and if the peer's flag is
+ * set clears it and sends a doorbell byte (zc_ch_notify).  Blocking waits
+ * first spin for a short while (SPIN_NS): on a busy channel the peer
+ * answers within microseconds and a sleep/wake pair costs more than the
+ * spin.
+ *
+ * Event loops: zc_channel_fd() turns readable when a doorbell or a control
+ * message arrives, and a doorbell only goes to a side that announced it is
+ * waiting -- which a non-blocking recv or send does when it returns -EAGAIN
+ * (channel_recv.c, channel_send.c).  So: call recv (or send) until
+ * -EAGAIN, then poll for POLLIN (after a send's -EAGAIN too: room on the
+ * ring rings the same bell).
+ *
+ * While it waits a side keeps the channel alive: it reads the control
+ * socket (doorbells, shared pools and files, CLOSE, EOF) and hands back
+ * the RETURNs that did not fit the return ring, so the peer is never left
+ * waiting for credits we hold.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+
+#include "channel_int.h"
+
+#define SPIN_NS 50000			/* busy-wait before sleeping */
+#define SPIN_PURE_NS 10000		/* ... the first part without yielding */
+
+void zc_ch_notify(zc_channel *ch, unsigned want)
+{
+	static const unsigned char bell = ZC_CH_MSG_DOORBELL;
+	_Atomic uint64_t *s = &ch->rx.shm->sleeping.v;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	/* One bell wakes the peer for whatever it waited for: it looks at
+	 * everything again when it wakes. */
+	if ((atomic_load_explicit(s, memory_order_relaxed) & want) &&
+	    atomic_exchange(s, 0))
+		/* Never block: if the socket is full the peer's poll sees it
+		 * readable anyway, which is all a doorbell has to achieve. */
+		(void)zc_sock_send(ch->sock, &bell, 1, -1, MSG_DONTWAIT);
+}
+
+void zc_ch_flush_returns(zc_channel *ch)
+{
+	if (zc_ch_ret_flush(ch))
+		zc_ch_notify(ch, ZC_RING_WANT_RETURNS);
+}
+
+/* Record the CPU we run on, for the peer's spin decision (refreshed on
+ * every send, receive and wait, so the hint is never old).  Written only
+ * when it changes: the line is shared with the peer. */
+unsigned zc_ch_note_cpu(zc_channel *ch)
+{
+	int cpu = sched_getcpu();	/* rseq: a load, no system call */
+	uint64_t v = cpu < 0 ? 0 : (uint64_t)cpu + 1;
+
+	if (atomic_load_explicit(&ch->tx.shm->cpu.v, memory_order_relaxed) != v)
+		atomic_store_explicit(&ch->tx.shm->cpu.v, v,
+				      memory_order_relaxed);
+	return (unsigned)v;
+}
+
+/*
+ * Busy-wait a little before sleeping: a peer running on another CPU answers
+ * within microseconds, much faster than a sleep and a doorbell.  Not when
+ * the peer last ran on our own CPU -- it cannot make progress while we
+ * spin.  After SPIN_PURE_NS we yield between checks, so on a crowded
+ * machine the peer (or anyone else) gets the CPU.
+ */
+static int spin(zc_channel *ch, zc_ch_ready_fn ready)
+{
+	unsigned me = zc_ch_note_cpu(ch);
+	uint64_t peer = atomic_load_explicit(&ch->rx.shm->cpu.v,
+					     memory_order_relaxed);
+	uint64_t t0 = zc_ch_now_ns(), t;
+
+	if (me && peer == me)
+		return ready(ch);
+	for (unsigned i = 1;; i++) {
+		int r = ready(ch);
+
+		if (r)
+			return r;
+		if (i % 64 == 0) {
+			t = zc_ch_now_ns() - t0;
+			if (t > SPIN_NS)
+				return 0;
+			if (t > SPIN_PURE_NS)
+				sched_yield();
+		}
+		zc_cpu_relax();
+	}
+}
+
+int zc_ch_prepare_sleep(zc_channel *ch, zc_ch_ready_fn ready, unsigned want)
+{
+	int r;
+
+	/* Or-ed in: an event loop may wait for data and room at once (a
+	 * non-blocking recv and send that both said -EAGAIN). */
+	atomic_fetch_or(&ch->tx.shm->sleeping.v, want);	/* seq_cst */
+	r = ready(ch);
+	if (r)
+		atomic_fetch_and_explicit(&ch->tx.shm->sleeping.v, ~(uint64_t)want,
+					  memory_order_relaxed);
+	return r;
+}
+
+int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
+	       unsigned want)
+{
+	struct pollfd p = { .fd = ch->sock, .events = POLLIN };
+	int r = spin(ch, ready);
+
+	while (r == 0) {
+		r = zc_ch_drain_sock(ch);
+		if (r < 0)
+			break;
+		zc_ch_flush_returns(ch);
+		r = zc_ch_prepare_sleep(ch, ready, want);
+		if (r)
+			break;
+		if (poll(&p, 1, -1) < 0 && errno == EINTR && intr)
+			r = -EINTR;
+		atomic_store_explicit(&ch->tx.shm->sleeping.v, 0,
+				      memory_order_relaxed);
+	}
+	return r < 0 ? r : 0;
+}
