@@ -6,7 +6,7 @@
 #   make run      install what is missing, build, serve the demo site
 #   make test     install what is missing, run every test suite
 #   make bench    install what is missing, build, run the IPC benchmark
-#   make bench-static  zchttpd vs nginx vs h2o with wrk (about 20 minutes)
+#   make bench-static  zchttpd vs nginx vs h2o vs the floor with wrk, 0.5 CPU per server (about 35 minutes)
 #   make deps     install what is missing (Debian packages, .venv)
 #   make clean    remove the build trees
 

@@ -360,3 +360,24 @@ def test_resident_fraction_and_rewarm(tmp_path):
     assert preload.workload_inputs("dd-pipe", {"dd": "/x"}) == ("/x",)
     assert preload.workload_inputs("cut", {"text": "/t"}) == ("/t",)
     assert preload.workload_inputs("null-4k", {"dd": "/x"}) == ()
+
+
+def test_preload_apache_under_the_budget_smoke(tmp_path):
+    """`zcbench preload --quick --workloads apache`: Apache runs in a cgroup
+    with the default 0.5 CPU quota; every measurement has its CPU time,
+    the client-bound mark and the group's throttling; no group is left."""
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, str(ZCBENCH), "preload", "--quick", "--no-plot",
+                          "--workloads", "apache", "--out", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = p.communicate(timeout=300)
+    assert p.returncode == 0, stdout + stderr
+    data = json.loads((out / "results.json").read_text())
+    b = data["meta"]["budget"]
+    assert b["quota_us"] == 50000
+    for r in data["runs"]:
+        assert r["server_cpu_us_per_req"] > 0 and r["server_cpu_util"] > 0, r
+        assert r["client_bound"] in (True, False) and "throttled_share" in r, r
+    root = b["cgroup"]["cpu_root"]
+    assert not [n for n in os.listdir(root) if n.startswith(f"zcbench-{p.pid}-")]
+    assert "client-bound runs" in stdout and "server CPU used without" in stdout

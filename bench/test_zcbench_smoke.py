@@ -23,27 +23,41 @@ def test_tools_are_installed():
 
 
 def test_static_quick_smoke(tmp_path):
-    """`zcbench static --quick` starts all three servers, runs every point, and
-    writes the tables and figures; Connection: close really reconnects."""
+    """`zcbench static --quick` starts all four servers (the floor too), each
+    in a cgroup with the default 0.5 CPU quota, runs every point, and writes
+    the tables and figures; Connection: close really reconnects; the
+    groups' CPU time was read for every point and the groups are gone
+    afterwards."""
     out = tmp_path / "out"
-    p = subprocess.run([sys.executable, str(ZCBENCH), "static", "--quick", "--json", "--out", str(out)],
-                       capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "[12/12] run 1/1 size 100k close" in p.stderr  # progress is shown
-    printed = json.loads(p.stdout)
+    p = subprocess.Popen([sys.executable, str(ZCBENCH), "static", "--quick", "--json", "--out", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = p.communicate(timeout=180)
+    assert p.returncode == 0, stdout + stderr
+    assert "[16/16] run 1/1 size 100k close" in stderr  # progress is shown
+    assert "0.5 CPU per server (50000 us per 100000 us; cgroup" in stderr
+    printed = json.loads(stdout)
     assert printed["problems"] == []
+    assert printed["budget"]["quota_us"] == 50000 and printed["budget"]["cgroup"]["cpu_root"]
+    root = printed["budget"]["cgroup"]["cpu_root"]
+    assert not [n for n in os.listdir(root) if n.startswith(f"zcbench-{p.pid}-")]
+    assert 0 <= printed["client_bound_runs"] <= printed["runs"] == 16
     for f in ("results.csv", "summary.csv", "results.json", "static-keepalive.png", "static-close.png",
               "configs/nginx-nginx.conf", "configs/h2o-h2o.yaml"):
         assert (out / f).exists(), f
     data = json.loads((out / "results.json").read_text())
     runs = data["runs"]
     assert {(r["server"], r["size"], r["mode"]) for r in runs} == {
-        (s, n, m) for s in ("zchttpd", "nginx", "h2o") for n in (1024, 102400)
+        (s, n, m) for s in ("zchttpd", "nginx", "h2o", "floor") for n in (1024, 102400)
         for m in ("keepalive", "close")}
     for r in runs:
         assert r["requests"] > 100 and r["requests_per_s"] > 0, r
         assert r["errors"] == 0, r
-    assert len(data["ratios"]) == 8
+        assert r["server_cpu_s"] > 0 and r["server_cpu_util"] > 0, r     # the group's CPU time
+        assert "throttled_share" in r, r                                  # the group's cpu.stat
+        assert r["client_bound"] in (True, False), r
+    assert len(data["ratios"]) == 12
+    assert {r["peer"] for r in data["ratios"]} == {"nginx", "h2o", "floor"}
+    assert "client_bound_runs" in (out / "summary.csv").read_text().splitlines()[0]
     # zchttpd counted its accepted connections around each run: with
     # keep-alive wrk keeps its 50, with Connection: close every request
     # is a new connection (plus the 50 wrk had open when it stopped).

@@ -14,6 +14,7 @@ from . import docroot as dr
 from . import wrk
 
 USAGE_EXIT = 2
+SERVERS = ("zchttpd", "nginx", "h2o", "floor")
 
 
 def _sizes(text):
@@ -40,6 +41,14 @@ def _positive(text):
     return n
 
 
+def _fraction(text):
+    from .budget import parse_fraction
+    try:
+        return parse_fraction(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
 def _list(choices):
     def parse(text):
         items = [x.strip() for x in text.split(",") if x.strip()]
@@ -62,14 +71,20 @@ def build_parser():
                    help="the IPC benchmark (runs build/bench/zcbench-ipc with the remaining arguments)")
 
     s = sub.add_parser(
-        "static", help="static files: zchttpd vs nginx vs h2o (IO-Lite Figures 3/4)",
-        description="Serve one generated file per size from zchttpd, nginx and h2o on 127.0.0.1 "
-                    "(same worker count, configs generated), drive each with wrk, interleaved "
-                    "runs; print medians and ratios, write results.csv/summary.csv/results.json "
-                    "and static-<mode>.png into --out.",
+        "static", help="static files: zchttpd vs nginx vs h2o vs the floor (IO-Lite Figures 3/4)",
+        description="Serve one generated file per size from zchttpd, nginx, h2o and the floor "
+                    "(bench/floor/zcfloor.c: accept, one recv, one send of a canned response) on "
+                    "127.0.0.1 (same worker count, configs generated), each in a cgroup with a CPU "
+                    "quota of --server-cpu on the last CPU, wrk on the others; interleaved runs; "
+                    "a run where wrk used more than 80%% of its core is marked client-bound and "
+                    "left out of the medians; print medians and ratios, write "
+                    "results.csv/summary.csv/results.json and static-<mode>.png into --out.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    s.add_argument("--servers", type=_list(("zchttpd", "nginx", "h2o")), default="zchttpd,nginx,h2o",
-                   help="servers to compare")
+    s.add_argument("--servers", type=_list(SERVERS), default="zchttpd,nginx,h2o,floor",
+                   help="servers to compare (floor: the reference, bench/floor/zcfloor.c)")
+    s.add_argument("--server-cpu", type=_fraction, default="0.5",
+                   help="CPU budget of every server, a fraction of one CPU (cgroup CPU quota per "
+                        "100 ms period); 0: no quota (the unconstrained method)")
     s.add_argument("--sizes", type=_sizes, default="500,1k,2k,5k,10k,20k,50k,100k,200k",
                    help="file sizes (k = 1024 bytes)")
     s.add_argument("--modes", type=_list(("keepalive", "close")), default="keepalive,close",
@@ -108,7 +123,7 @@ def build_parser():
                     "system calls per request.  strace slows the servers: only the per-request "
                     "counts mean something.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    sc.add_argument("--servers", type=_list(("zchttpd", "nginx", "h2o")), default="zchttpd,nginx,h2o")
+    sc.add_argument("--servers", type=_list(SERVERS), default="zchttpd,nginx,h2o")
     sc.add_argument("--size", type=lambda t: _sizes(t)[0], default="1k", help="file size")
     sc.add_argument("--mode", choices=("keepalive", "close"), default="close")
     sc.add_argument("--duration", type=_duration, default="3s", help="wrk duration")
@@ -132,7 +147,7 @@ def build_parser():
     ld.add_argument("--workers", type=_positive, default=1, help="zchttpd workers")
     ld.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     from .preload_cli import add_parser as add_preload_parser
-    pre = add_preload_parser(sub, _list, _duration, _positive)
+    pre = add_preload_parser(sub, _list, _duration, _positive, _fraction)
     p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc, "pool": po, "preload": pre}
     return p
 
@@ -162,12 +177,14 @@ def cmd_static(a):
     figs = []
     if not a.no_plot:
         try:
-            figs = report.plot(a.out, summary, a.servers)
+            figs = report.plot(a.out, summary, a.servers, note=report.budget_note(meta))
         except ImportError:
             print("zcbench: matplotlib missing (run ci/deps.sh): no PNG figures", file=sys.stderr)
-    text = report.table(summary, ratios, a.servers)
+    text = report.table(summary, ratios, a.servers, rows, budget=a.server_cpu)
     if a.json:
-        json.dump({"summary": summary, "ratios": ratios, "problems": problems, "out": a.out},
+        n_cb, n_runs = report.client_bound_count(rows)
+        json.dump({"summary": summary, "ratios": ratios, "problems": problems, "out": a.out,
+                   "client_bound_runs": n_cb, "runs": n_runs, "budget": meta.get("budget")},
                   sys.stdout, indent=1)
         print()
     else:
@@ -199,11 +216,12 @@ def cmd_report(a):
         from . import preload_cli
         return preload_cli.cmd_report(data, out)
     rows = data["runs"]
-    servers = [s for s in ("zchttpd", "nginx", "h2o") if any(r["server"] == s for r in rows)]
+    servers = [s for s in SERVERS if any(r["server"] == s for r in rows)]
     summary, ratios = report.summarize(rows)
-    report.write_all(out, data.get("meta", {}), rows, summary, ratios)
-    figs = report.plot(out, summary, servers)
-    print(report.table(summary, ratios, servers))
+    meta = data.get("meta", {})
+    report.write_all(out, meta, rows, summary, ratios)
+    figs = report.plot(out, summary, servers, note=report.budget_note(meta))
+    print(report.table(summary, ratios, servers, rows, budget=(meta.get("budget") or {}).get("server_cpu")))
     print(f"zcbench: wrote {out} ({', '.join(os.path.basename(f) for f in figs)})", file=sys.stderr)
     return 0
 
@@ -258,6 +276,7 @@ def main(argv=None):
     else:
         a = parser.parse_args(argv)
     a.argv = argv
+    from .budget import BudgetError
     from .servers import ServerError
     try:
         if a.cmd == "static":
@@ -273,7 +292,7 @@ def main(argv=None):
         if a.cmd == "preload":
             from . import preload_cli
             return preload_cli.cmd_preload(a)
-    except (ServerError, wrk.WrkError) as e:
+    except (ServerError, wrk.WrkError, BudgetError) as e:
         print(f"zcbench: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

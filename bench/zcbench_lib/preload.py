@@ -6,7 +6,10 @@ run to run:
 
   apache     (1) Apache httpd (event MPM, EnableSendfile Off, EnableMMAP On,
              no access log) serving a 1 MiB file to wrk -t1 -cN on
-             127.0.0.1; Apache pinned to one CPU, wrk to the other.  Apache
+             127.0.0.1; Apache pinned to one CPU inside a cgroup with a CPU
+             quota (--server-cpu, default 0.5 of one CPU: budget.py), wrk
+             on the other CPU; a run where wrk used more than 80 % of its
+             core is marked client-bound.  Apache
              is started afresh for every measurement (so its statistics are
              per measurement) and its answer is checked byte for byte first.
   apache-defaults  the same with the preload's defaults only: the preload
@@ -42,8 +45,9 @@ import tempfile
 import time
 
 from . import build_dir, pinning, preload_apache, preload_pingpong, preload_stats, wrk
-from .cpu import children_cpu_seconds, cpu_seconds
-from .static import machine_note, verify_bodies
+from .budget import Budget
+from .cpu import children_cpu_seconds
+from .static import machine_note, measure, verify_bodies
 
 MODES = ("plain", "preload")
 WORKLOADS = ("apache", "apache-defaults", "dd-pipe", "sed", "cut", "null-4k", "pingpong")
@@ -239,19 +243,20 @@ def workload_inputs(name, paths):
     return (paths[key],) if key in paths else ()
 
 
-def measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus, client_cpus, workdir):
-    """Start Apache (under zcrun for preload), check the file, run wrk, stop
-    (so the statistics file is complete)."""
+def measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus, client_cpus, workdir,
+                   budget=None):
+    """Start Apache (under zcrun for preload; in a cgroup of its own with
+    the CPU budget when given), check the file, run wrk, stop (so the
+    statistics file is complete)."""
     prefix = wrap(mode, [], zcrun, stats_file, enable_for(name, opts.enable))
     srv = preload_apache.Apache(paths["docroot"], workdir, prefix=prefix,
                                 env=clean_env(),
-                                probe_path="/index.html", cpus=server_cpus)
+                                probe_path="/index.html", cpus=server_cpus, budget=budget)
     srv.start()
     try:
         verify_bodies(srv, {APACHE_FILE_SIZE: ("/f1m", paths["f1m_sha256"])})
-        cpu0 = _cpu_of(srv)
-        res = wrk.run(srv.url("/f1m"), opts.connections, opts.duration_s, threads=1, cpus=client_cpus)
-        cpu1 = _cpu_of(srv)
+        res, fields = measure(srv, lambda: wrk.run(srv.url("/f1m"), opts.connections, opts.duration_s,
+                                                   threads=1, cpus=client_cpus), client_cpus)
         if srv.proc.poll() is not None:
             raise PreloadBenchError(f"Apache died during the run:\n{srv.log_tail()}")
     finally:
@@ -259,14 +264,8 @@ def measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus, clie
     if res.requests == 0 or res.errors > 0.001 * res.requests:
         raise PreloadBenchError(f"Apache ({mode}): {res.errors} errors in {res.requests} requests")
     return {"seconds": res.duration_s, "rate": res.requests_per_s, "mbytes_per_s": res.bytes_per_s / 1e6,
-            "requests": res.requests, "errors": res.errors,
-            "server_cpu_us_per_req": (cpu1 - cpu0) * 1e6 / res.requests,
-            "client_cpu_util": res.client_cpu_util,
+            "requests": res.requests, "errors": res.errors, **fields,
             "command": " ".join(srv.cmdline)}
-
-
-def _cpu_of(srv):
-    return cpu_seconds(srv.pids())
 
 
 def stats_fields(stats_file):
@@ -323,8 +322,10 @@ def run(opts, log=sys.stderr):
     Returns (meta, rows)."""
     so, zcrun = preload_paths(getattr(opts, "build", None))
     check_preload(so, zcrun)
-    if {"apache", "apache-defaults"} & set(opts.workloads):
+    web = {"apache", "apache-defaults"} & set(opts.workloads)
+    if web:
         wrk.find_wrk()
+    budget = Budget(getattr(opts, "server_cpu", 0.0)) if web else None
     server_cpus, client_cpus = (pinning.split(pinning.available(), 1)
                                 if getattr(opts, "pin", True) else (None, None))
     meta = {
@@ -335,6 +336,7 @@ def run(opts, log=sys.stderr):
         "null_writes": opts.null_writes, "pingpong_rounds": opts.pingpong_rounds,
         "preload": so, "zcrun": zcrun, "enable": opts.enable, "bars": {w: BARS[w] for w in opts.workloads},
         "placement": {"apache_cpus": server_cpus, "wrk_cpus": client_cpus},
+        "budget": budget.as_dict() if budget else None,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_note(),
     }
     tmp = tempfile.mkdtemp(prefix="zcbench-preload-")
@@ -357,7 +359,8 @@ def run(opts, log=sys.stderr):
                     stats_file = os.path.join(stats_dir, f"{name}-{run_no}-{mode}.jsonl")
                     if name.startswith("apache"):
                         m = measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus,
-                                           client_cpus, os.path.join(tmp, f"{name}-{run_no}-{mode}"))
+                                           client_cpus, os.path.join(tmp, f"{name}-{run_no}-{mode}"),
+                                           budget)
                     else:
                         argv, amount = cmds[name]
                         m = measure_command(name, mode, argv, amount, zcrun, stats_file, opts.enable,
@@ -371,6 +374,10 @@ def run(opts, log=sys.stderr):
                     if mode == "preload":
                         note = "  [" + preload_stats.brief(preload_stats.total(
                             preload_stats.read(stats_file))) + "]"
+                    if m.get("server_cpu_util") is not None:
+                        note = f", server {m['server_cpu_util']:.2f} CPU" + note
+                    if m.get("client_bound"):
+                        note += f"  (client-bound: wrk at {m['client_cpu_util']:.0%})"
                     print(f"{row['rate']:,.1f} {row['unit']}{note}", file=log, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

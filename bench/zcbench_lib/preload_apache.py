@@ -86,10 +86,11 @@ class Apache(servers.Server):
     it under the preload; env: its whole environment (default: ours)."""
 
     def __init__(self, docroot, workdir, prefix=(), env=None, probe_path="/index.html",
-                 threads=THREADS, cpus=None):
+                 threads=THREADS, cpus=None, budget=None):
         # Server's constructor for everything it keeps (it knows only its
-        # own three names), then what differs for Apache.
-        super().__init__("nginx", docroot, workdir, workers=1, probe_path=probe_path, cpus=cpus)
+        # own names), then what differs for Apache.
+        super().__init__("nginx", docroot, workdir, workers=1, probe_path=probe_path, cpus=cpus,
+                         budget=budget)
         self.name = "apache2"
         self.dir = os.path.abspath(workdir)
         self.log_path = os.path.join(self.dir, "stderr.log")

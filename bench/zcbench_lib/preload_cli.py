@@ -7,6 +7,7 @@ import re
 import sys
 
 from . import preload, preload_pingpong, preload_report, preload_stats, servers, wrk
+from .budget import BudgetError
 
 
 def parse_size(text):
@@ -17,7 +18,7 @@ def parse_size(text):
     return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
 
 
-def add_parser(sub, list_type, duration_type, positive_type):
+def add_parser(sub, list_type, duration_type, positive_type, fraction_type):
     pp = sub.add_parser(
         "preload", help="unmodified programs with and without libzc-preload.so (issue 5)",
         description="Apache httpd (mmap+write) with wrk, dd into a pipe, stdio line readers (sed, "
@@ -41,6 +42,9 @@ def add_parser(sub, list_type, duration_type, positive_type):
                          "'' for the preload's defaults everywhere")
     pp.add_argument("--no-pin", dest="pin", action="store_false",
                     help="do not pin Apache and wrk to separate CPUs")
+    pp.add_argument("--server-cpu", type=fraction_type, default="0.5",
+                    help="CPU budget of Apache, a fraction of one CPU (cgroup CPU quota); "
+                         "0: no quota (the unconstrained method)")
     pp.add_argument("--out", default=None, help="result directory (default build/bench/preload-<timestamp>)")
     pp.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     pp.add_argument("--quick", action="store_true",
@@ -74,7 +78,7 @@ def cmd_preload(a):
     try:
         meta, rows = preload.run(a)
     except (preload.PreloadBenchError, preload_pingpong.BuildError, preload_stats.StatsError,
-            servers.ServerError, wrk.WrkError) as e:
+            servers.ServerError, wrk.WrkError, BudgetError) as e:
         print(f"zcbench preload: {e}", file=sys.stderr)
         return 1
     summary, figs, text = _finish(a.out, meta, rows, plot=not a.no_plot)

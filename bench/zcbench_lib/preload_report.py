@@ -11,22 +11,29 @@ preload/plain of the medians, the per-run ratios (the two modes of one run
 were measured back to back, so their spread shows how far the median ratio
 can be trusted on a shared machine), the bar and whether the ratio meets
 it, and the mean statistics of the preload runs.
+
+Server workloads (Apache) mark a run "client_bound" when wrk used more
+than 80 % of its core (cpu.py): such runs are left out of the medians and
+of the per-run ratios (all runs are used, and the workload is marked, when
+every run of a mode was client-bound).
 """
 import json
 import os
 import statistics
 
+from .cpu import row_client_bound
 from .preload_stats import CONVERSIONS
 from .report import median_of, num, write_csv
 
 RAW_FIELDS = (["run", "workload", "mode", "unit", "rate", "seconds", "cpu_s", "mbytes_per_s",
-               "requests", "errors", "server_cpu_us_per_req", "client_cpu_util", "processes",
-               "cached_before"] +
+               "requests", "errors", "server_cpu_us_per_req", "server_cpu_util", "throttled_share",
+               "client_cpu_util", "client_bound", "processes", "cached_before"] +
               [f"{c}_{k}" for c in CONVERSIONS for k in ("seen", "converted", "bytes")])
 # Server workloads (Apache): the server's CPU per request and wrk's CPU use
 # (1.0 = one core), medians per mode.  wrk near 1.0 means the client, not
 # the server, limits requests/s: the preload can only lower the server side.
-CPU_FIELDS = [f"{m}_{k}" for k in ("server_cpu_us", "client_cpu") for m in ("plain", "preload")]
+CPU_FIELDS = [f"{m}_{k}" for k in ("server_cpu_us", "server_cpu_used", "client_cpu")
+              for m in ("plain", "preload")] + ["client_bound_runs", "client_bound"]
 SUMMARY_FIELDS = ["workload", "class", "unit", "runs", "plain_median", "preload_median", "ratio",
                   "ratio_min", "ratio_max", "bar", "meets"] + CPU_FIELDS + \
                  [f"{c}_converted_per_run" for c in CONVERSIONS] + \
@@ -47,24 +54,33 @@ def summarize(rows, bars, classes=None, order=None):
         if not rs:
             continue
         by_mode = {m: {r["run"]: r for r in rs if r["mode"] == m} for m in ("plain", "preload")}
-        plain = [r["rate"] for r in by_mode["plain"].values()]
-        pre = [r["rate"] for r in by_mode["preload"].values()]
+        # the runs that count: not client-bound (all of a mode's when none is left)
+        counted = {m: ({k: r for k, r in by_mode[m].items() if not row_client_bound(r)} or by_mode[m])
+                   for m in by_mode}
+        plain = [r["rate"] for r in counted["plain"].values()]
+        pre = [r["rate"] for r in counted["preload"].values()]
         pm = statistics.median(plain) if plain else None
         qm = statistics.median(pre) if pre else None
         ratio = qm / pm if pm and qm is not None else None
         runs = sorted(set(by_mode["plain"]) & set(by_mode["preload"]))
+        good = [k for k in runs if k in counted["plain"] and k in counted["preload"]] or runs
         ratio_runs = [by_mode["preload"][k]["rate"] / by_mode["plain"][k]["rate"]
-                      for k in runs if by_mode["plain"][k]["rate"]]
+                      for k in good if by_mode["plain"][k]["rate"]]
+        n_cb = sum(row_client_bound(r) for r in rs)
         bar = bars.get(name)
         s = {"workload": name, "class": classes.get(name, ""), "unit": rs[0].get("unit", ""),
              "runs": len(runs), "plain_median": pm, "preload_median": qm, "ratio": ratio,
              "plain_runs": plain, "preload_runs": pre,
              "ratio_runs": ratio_runs, "ratio_min": min(ratio_runs) if ratio_runs else None,
              "ratio_max": max(ratio_runs) if ratio_runs else None, "bar": bar,
-             "meets": (ratio >= bar) if ratio is not None and bar is not None else None}
+             "meets": (ratio >= bar) if ratio is not None and bar is not None else None,
+             "client_bound_runs": n_cb,
+             "client_bound": any(by_mode[m] and all(row_client_bound(r) for r in by_mode[m].values())
+                                 for m in by_mode)}
         for m in ("plain", "preload"):
-            for key, field in (("server_cpu_us", "server_cpu_us_per_req"), ("client_cpu", "client_cpu_util")):
-                s[f"{m}_{key}"] = median_of(by_mode[m].values(), field)
+            for key, field in (("server_cpu_us", "server_cpu_us_per_req"),
+                               ("server_cpu_used", "server_cpu_util"), ("client_cpu", "client_cpu_util")):
+                s[f"{m}_{key}"] = median_of(counted[m].values(), field)
         prs = list(by_mode["preload"].values())
         for c in CONVERSIONS:
             for key, field, scale in (("converted_per_run", "converted", 1), ("seen_per_run", "seen", 1),
@@ -109,6 +125,8 @@ def table(summary):
         ratio = "-" if s["ratio"] is None else f"{s['ratio']:.3f}"
         if s["ratio_runs"] and len(s["ratio_runs"]) > 1:
             ratio += f" ({s['ratio_min']:.3f}-{s['ratio_max']:.3f})"
+        if s.get("client_bound"):
+            ratio += "*"
         verdict = {True: "meets", False: "MISSES", None: "-"}[s["meets"]]
         out.append("| " + " | ".join([
             s["workload"], s["class"], s["unit"], _rate(s["plain_median"]), _rate(s["preload_median"]),
@@ -122,16 +140,22 @@ def cpu_table(summary):
             or s.get("preload_server_cpu_us") is not None]
     if not rows:
         return []
+    used = any(s.get(f"{m}_server_cpu_used") is not None for s in rows for m in ("plain", "preload"))
     head = ["workload", "server CPU us/req without", "with preload", "without/with",
-            "wrk CPU without", "wrk CPU with"]
+            "wrk CPU without", "wrk CPU with"] + \
+        (["server CPU used without", "with", "client-bound runs"] if used else [])
     out = ["", "Server workloads: server CPU time per request and wrk's CPU use (1.00 = one core"
-           " busy: the client, not the server, limits requests/s).", "",
+           " busy: the client, not the server, limits requests/s; a run above 0.80 is"
+           " client-bound and left out of the medians; * = every run of a mode was).", "",
            "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in rows:
         a, b = s.get("plain_server_cpu_us"), s.get("preload_server_cpu_us")
-        out.append("| " + " | ".join([
-            s["workload"], num(a, ".1f"), num(b, ".1f"), num(a / b if a and b else None, ".2f"),
-            num(s.get("plain_client_cpu"), ".2f"), num(s.get("preload_client_cpu"), ".2f")]) + " |")
+        cells = [s["workload"], num(a, ".1f"), num(b, ".1f"), num(a / b if a and b else None, ".2f"),
+                 num(s.get("plain_client_cpu"), ".2f"), num(s.get("preload_client_cpu"), ".2f")]
+        if used:
+            cells += [num(s.get("plain_server_cpu_used"), ".2f"), num(s.get("preload_server_cpu_used"), ".2f"),
+                      f"{s.get('client_bound_runs', 0)} of {2 * s['runs']}"]
+        out.append("| " + " | ".join(cells) + " |")
     return out
 
 

@@ -11,10 +11,18 @@ process group, and gets the same number of workers:
            access_log off; keepalive_requests 1000000 (the tuning the issue
            asks for; everything else Debian's default)
   h2o      num-threads N; file.dir; no access log
+  floor    build/bench/zcfloor --workers N --listen 127.0.0.1:PORT --root DIR:
+           the reference "server" (bench/floor/zcfloor.c): accept4, one
+           recv, one send of a canned response read from DIR at start
 
 When zcbench runs as root, nginx and h2o would switch their workers to
 nobody; they are told to stay root instead, so every server reads the docroot
 with the same privileges (h2o refuses to write its pid file otherwise).
+
+With a budget (budget.py), the server is started inside its own cgroup
+with a CPU quota -- it joins the group between fork and exec, so every
+process and thread it starts is in it too -- and its CPU time is the
+group's; the group is removed when the server stops.
 
 The config generators are pure functions of their arguments (tested on fixed
 inputs); Server does the process work.
@@ -28,8 +36,10 @@ import subprocess
 import time
 
 from . import build_dir, pinning
+from .cpu import cpu_seconds
 
-NAMES = ("zchttpd", "nginx", "h2o")
+NAMES = ("zchttpd", "nginx", "h2o", "floor")
+PRIVATE_NAMES = {"zchttpd": "zc_httpd", "floor": "zc_floor"}   # see Server._private
 
 
 class ServerError(RuntimeError):
@@ -116,6 +126,14 @@ def zchttpd_binary():
     return os.path.join(build_dir(), "server", "zchttpd")
 
 
+def floor_binary():
+    return os.path.join(build_dir(), "bench", "zcfloor")
+
+
+def floor_argv(binary, port, docroot, workers):
+    return [binary, "--root", docroot, "--listen", f"127.0.0.1:{port}", "--workers", str(workers)]
+
+
 def _which(name):
     for d in (None, "/usr/sbin", "/usr/local/sbin", "/sbin"):
         p = shutil.which(name, path=d) if d else shutil.which(name)
@@ -128,7 +146,7 @@ class Server:
     """One server process tree.  start() returns once it answers GET probe_path."""
 
     def __init__(self, name, docroot, workdir, workers=1, extra_args=(), probe_path="/index.html",
-                 cpus=None):
+                 cpus=None, budget=None, private_copy=False):
         if name not in NAMES:
             raise ServerError(f"unknown server {name!r} (known: {', '.join(NAMES)})")
         self.name = name
@@ -138,6 +156,9 @@ class Server:
         self.extra_args = list(extra_args)
         self.probe_path = probe_path
         self.cpus = cpus          # pin the whole process tree here (pinning.py)
+        self.budget = budget      # budget.Budget: run it in a cgroup of its own
+        self.private_copy = private_copy
+        self.group = None
         self.port = None
         self.proc = None
         self.log_path = os.path.join(self.dir, "stderr.log")
@@ -149,7 +170,14 @@ class Server:
             binary = zchttpd_binary()
             if not os.access(binary, os.X_OK):
                 raise ServerError(f"{binary} is not built (run `make`)")
+            binary = self._private(binary)
             return zchttpd_argv(binary, self.port, self.docroot, self.workers, self.extra_args)
+        if self.name == "floor":
+            binary = floor_binary()
+            if not os.access(binary, os.X_OK):
+                raise ServerError(f"{binary} is not built (run `make`)")
+            binary = self._private(binary)
+            return floor_argv(binary, self.port, self.docroot, self.workers) + self.extra_args
         if self.name == "nginx":
             binary = _which("nginx")
             if not binary:
@@ -167,6 +195,22 @@ class Server:
             f.write(h2o_config(self.port, self.docroot, self.workers, self.dir, as_root))
         return [binary, "-c", conf, *self.extra_args]
 
+    def _private(self, binary):
+        """binary, or with private_copy a byte-identical copy of it in the
+        run's bin/ directory under a name without the server's name in it.
+        On this shared machine someone ran `pkill zchttpd` every few minutes
+        during the benchmark (seen with perf's signal:signal_generate), which
+        stopped the benchmark's own zchttpd too; a process named zc_httpd
+        run from a private path is not what such a pattern matches."""
+        if not self.private_copy:
+            return binary
+        bindir = os.path.join(os.path.dirname(self.dir), "bin")   # not under .../zchttpd/
+        os.makedirs(bindir, exist_ok=True)
+        copy = os.path.join(bindir, PRIVATE_NAMES.get(self.name, "zcb_server"))
+        if not os.path.exists(copy):
+            shutil.copy2(binary, copy)
+        return copy
+
     # -- process ------------------------------------------------------
     def start(self, timeout_s=10.0):
         os.makedirs(self.dir, exist_ok=True)
@@ -174,24 +218,32 @@ class Server:
         self.port = free_port()
         argv = self.argv()
         self.cmdline = argv
-        log = open(self.log_path, "wb")
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True, preexec_fn=pinning.preexec(self.cpus))
-        finally:
-            log.close()
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if self.proc.poll() is not None:
-                raise ServerError(f"{self.name} exited with {self.proc.returncode} at start:\n"
-                                  f"  {' '.join(argv)}\n{self.log_tail()}")
-            if self._probe():
-                return self
-            if time.monotonic() > deadline:
-                self.stop()
-                raise ServerError(f"{self.name} did not answer on port {self.port} in {timeout_s:.0f}s:\n"
-                                  f"{self.log_tail()}")
-            time.sleep(0.05)
+            preexec = pinning.preexec(self.cpus)
+            if self.budget is not None:
+                self.group = self.budget.new_group(self.name)
+                if self.group is not None:
+                    preexec = self.group.create().preexec(self.cpus)
+            log = open(self.log_path, "wb")
+            try:
+                self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                             start_new_session=True, preexec_fn=preexec)
+            finally:
+                log.close()
+            deadline = time.monotonic() + timeout_s
+            while True:
+                if self.proc.poll() is not None:
+                    raise ServerError(f"{self.name} exited with {self.proc.returncode} at start:\n"
+                                      f"  {' '.join(argv)}\n{self.log_tail()}")
+                if self._probe():
+                    return self
+                if time.monotonic() > deadline:
+                    raise ServerError(f"{self.name} did not answer on port {self.port} in "
+                                      f"{timeout_s:.0f}s:\n{self.log_tail()}")
+                time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
 
     def _probe(self):
         try:
@@ -245,8 +297,54 @@ class Server:
             return p[:1]
         return p[1:] or p
 
+    def state_report(self):
+        """What the server looks like from outside, for an error report: its
+        processes, their socket descriptors, whether anything listens on its
+        port (/proc/net/tcp), and its log's tail."""
+        lines = [f"{self.name} on port {self.port}: master {'alive' if self.proc and self.proc.poll() is None else 'gone'}"]
+        for pid in self.pids():
+            try:
+                socks = sorted(os.readlink(f"/proc/{pid}/fd/{fd}") + f"@{fd}"
+                               for fd in os.listdir(f"/proc/{pid}/fd")
+                               if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"))
+            except OSError:
+                socks = ["?"]
+            lines.append(f"  pid {pid}: {len(socks)} sockets, first {socks[:4]}")
+        listening = []
+        try:
+            with open("/proc/net/tcp") as f:
+                for row in f.read().splitlines()[1:]:
+                    x = row.split()
+                    if x[3] == "0A" and int(x[1].split(":")[1], 16) == self.port:
+                        listening.append(f"inode {x[9]}")
+        except (OSError, IndexError, ValueError):
+            pass
+        lines.append(f"  listening on {self.port}: {listening or 'nothing'}")
+        return "\n".join(lines) + "\n" + self.log_tail(5)
+
+    def cpu_seconds(self):
+        """CPU time of the whole server so far: its cgroup's (every process
+        and thread that ever ran in it), else the running processes' from
+        /proc."""
+        if self.group is not None:
+            return self.group.usage_s()
+        return cpu_seconds(self.pids())
+
+    def throttling(self):
+        """The group's throttling counters (budget.throttling), or None."""
+        return self.group.throttling() if self.group is not None else None
+
     def stop(self, timeout_s=10.0):
-        """SIGTERM, then SIGKILL to our own process group if it hangs."""
+        """SIGTERM, then SIGKILL to our own process group if it hangs; then
+        the cgroup goes (with anything that escaped the process group)."""
+        try:
+            return self._stop(timeout_s)
+        finally:
+            if self.group is not None:
+                self.group.remove()
+                self.group = None
+
+    def _stop(self, timeout_s):
         if not self.proc:
             return None
         if self.proc.poll() is None:

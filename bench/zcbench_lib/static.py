@@ -9,6 +9,15 @@ with every server pinned to the same CPU(s) and wrk to the others (pinning.py;
 --no-pin to let the scheduler place them), so drift on a shared machine hits every server alike; the median of the runs
 is reported per (server, size, mode) with the ratios zchttpd/peer.
 
+The method (issue 15): each server runs in a cgroup of its own with a CPU
+quota (--server-cpu, default 0.5 of one CPU; budget.py), so requests/s
+say what it does with a fixed CPU budget; every point records the group's
+CPU time and wrk's, and a point where wrk used more than 80 % of its core
+is marked client-bound (cpu.py) and left out of the medians and ratios
+(report.py).  The "floor" server (bench/floor/zcfloor.c: accept4, one recv,
+one send of a canned response) is measured with the others: zchttpd/floor
+is how close zchttpd gets to the least an epoll server can do.
+
 Mode "close" sends "Connection: close": each response ends its connection and
 wrk opens a new one (the paper's HTTP/1.0 one-request-per-connection case).
 For zchttpd the server's own connections.total counter is read around every
@@ -16,19 +25,23 @@ run (server_conns), which shows that wrk really reconnected.
 """
 import hashlib
 import http.client
+import json
 import os
 import shutil
 import sys
 import tempfile
 import time
 
+from . import budget as bg
 from . import docroot as dr
 from . import pinning, report, servers, wrk
-from .cpu import cpu_seconds
+from .cpu import busy_share, client_cores, cpu_times, is_client_bound
 
 DEFAULT_SIZES = "500,1k,2k,5k,10k,20k,50k,100k,200k"
+DEFAULT_SERVERS = "zchttpd,nginx,h2o,floor"
 MODES = ("keepalive", "close")
 ERROR_FRACTION = 0.001  # a run with more errors than this share of requests is flagged
+MAX_RESTARTS = 20       # servers started afresh after refusing connections, per zcbench run
 
 
 def verify_bodies(srv, files):
@@ -55,19 +68,45 @@ def _conns_total(srv):
         return None
 
 
-def run_one(srv, path, mode, connections, duration_s, client_cpus=None):
-    """One wrk run against srv; a result row (without run/size fields).
+def measure(srv, run_wrk, client_cpus=None, threads=1):
+    """Call run_wrk() (one wrk run against srv) and return (its WrkResult,
+    the method's fields of the row): the server's CPU time (its cgroup's,
+    or its processes' from /proc without one) in total, per request and as
+    a share of one CPU, how often the quota throttled it, and wrk's own CPU
+    use: above 80 % of its core (cpu.CLIENT_BOUND) the client, not the
+    server, set the rate, and the row is marked client_bound.  Also how
+    busy the client's and the server's CPUs were with everything on them
+    (others' work included): on a shared machine a client CPU that is full
+    while wrk is below 80 % was taken by someone else."""
+    thr0, cpu0, t0 = srv.throttling(), srv.cpu_seconds(), time.monotonic()
+    ticks0 = cpu_times()
+    res = run_wrk()
+    ticks1 = cpu_times()
+    wall = time.monotonic() - t0
+    cpu1, thr1 = srv.cpu_seconds(), srv.throttling()
+    fields = {
+        "server_cpu_s": cpu1 - cpu0,
+        "server_cpu_us_per_req": (cpu1 - cpu0) * 1e6 / res.requests if res.requests else None,
+        "server_cpu_util": (cpu1 - cpu0) / wall if wall > 0 else None,
+        "client_cpu_util": res.client_cpu_util,
+        "client_bound": is_client_bound(res.client_cpu_util, client_cores(threads, client_cpus)),
+        "wrk_retries": res.retries,
+        "client_cpus_busy": busy_share(ticks0, ticks1, client_cpus),
+        "server_cpus_busy": busy_share(ticks0, ticks1, srv.cpus),
+    }
+    if thr0 is not None and thr1 is not None:
+        periods = thr1["periods"] - thr0["periods"]
+        fields["throttled_share"] = (thr1["throttled"] - thr0["throttled"]) / periods if periods else 0.0
+    return res, fields
 
-    Besides wrk's figures the row has the server's CPU time per request
-    (all its processes, from /proc) and wrk's own CPU use: when wrk is near
-    100% of one core the client, not the server, limits requests/s, and the
-    CPU cost per request is the fairer comparison of the servers."""
+
+def run_one(srv, path, mode, connections, duration_s, client_cpus=None, threads=1):
+    """One wrk run against srv; a result row (without run/size fields):
+    wrk's figures and the method's (measure())."""
     before = _conns_total(srv)
-    pids = srv.pids()
-    cpu0 = cpu_seconds(pids)
-    res = wrk.run(srv.url(path), connections, duration_s, threads=1, close=(mode == "close"),
-                  cpus=client_cpus)
-    cpu1 = cpu_seconds(pids)
+    res, fields = measure(srv, lambda: wrk.run(srv.url(path), connections, duration_s, threads=threads,
+                                               close=(mode == "close"), cpus=client_cpus),
+                          client_cpus, threads)
     after = _conns_total(srv)
     row = {
         "requests": res.requests, "duration_s": res.duration_s,
@@ -78,9 +117,8 @@ def run_one(srv, path, mode, connections, duration_s, client_cpus=None):
         # connections the server accepted during the run; -1 for the status
         # request's own connection (the "before" one was counted before it).
         "server_conns": (after - before - 1) if before is not None and after is not None else None,
-        "server_cpu_us_per_req": (cpu1 - cpu0) * 1e6 / res.requests if res.requests else None,
-        "client_cpu_util": res.client_cpu_util,
         "client_waits_per_req": res.client_waits_per_req,
+        **fields,
     }
     return row
 
@@ -89,6 +127,7 @@ def run(opts, log=sys.stderr):
     """Run the whole experiment.  opts: servers, sizes, modes, runs, duration_s,
     connections, workers, out.  Returns (meta, rows, summary, ratios, problems)."""
     wrk.find_wrk()
+    budget = bg.Budget(getattr(opts, "server_cpu", 0.0))   # BudgetError before anything is made
     tmp = tempfile.mkdtemp(prefix="zcbench-static-")
     os.chmod(tmp, 0o755)
     root = os.path.join(tmp, "docroot")
@@ -104,15 +143,64 @@ def run(opts, log=sys.stderr):
     server_cpus, client_cpus = (pinning.split(pinning.available(), opts.workers)
                                 if getattr(opts, "pin", True) else (None, None))
     meta["placement"] = {"server_cpus": server_cpus, "client_cpus": client_cpus}
+    meta["budget"] = budget.as_dict()
+    meta["client_bound_limit"] = report.CLIENT_BOUND
     print(f"zcbench: servers on CPU {pinning.describe(server_cpus)}, wrk on CPU "
-          f"{pinning.describe(client_cpus)}", file=log)
+          f"{pinning.describe(client_cpus)}; {budget.describe()}", file=log)
+    if budget.swept:
+        print(f"zcbench: removed {len(budget.swept)} cgroup(s) left by an earlier zcbench: "
+              f"{', '.join(budget.swept)}", file=log)
+
+    def start(name):
+        srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus, budget=budget,
+                             private_copy=True)
+        srv.start()
+        try:
+            verify_bodies(srv, files)
+        except BaseException:
+            srv.stop()
+            raise
+        meta.setdefault("commands", {})[name] = " ".join(srv.cmdline)
+        print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({opts.workers} worker(s))", file=log)
+        return srv
+
+    def restart(srv, j, order, why, where):
+        """Stop srv, start it afresh in its place (a new process in a new
+        group), keep what it looked like in meta.restarts."""
+        state = srv.state_report()
+        meta["restarts"].append({"server": srv.name, **where, "why": why[-1500:], "state": state})
+        print(f"{why.splitlines()[0][:120]}; restarting {srv.name}:\n{state}", file=log, flush=True)
+        srv.stop()
+        new = start(srv.name)
+        started[started.index(srv)] = order[j] = new
+        print(f"[{where['point']}/{total}] {srv.name} again ... ", end="", file=log, flush=True)
+        return new
+
+    def measured(srv, j, order, path, mode, where):
+        """(server, row) of one point.  A server that refuses connections or
+        dies during the run is started again and the point measured again
+        (at most MAX_RESTARTS times in a zcbench run): on this shared
+        machine other people's `pkill zchttpd` stopped the benchmark's
+        servers now and then."""
+        while True:
+            try:
+                row = run_one(srv, path, mode, opts.connections, opts.duration_s, client_cpus)
+                if srv.proc.poll() is None:
+                    return srv, row
+                why = f"{srv.name} died during the run"
+            except wrk.WrkError as e:
+                if "unable to connect" not in str(e):
+                    raise
+                why = str(e)
+            if len(meta["restarts"]) >= MAX_RESTARTS:
+                raise servers.ServerError(f"{why}\n{srv.state_report()}")
+            srv = restart(srv, j, order, why, where)
+
+    meta["restarts"] = []
+    total = 0
     try:
         for name in opts.servers:
-            srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus).start()
-            started.append(srv)
-            verify_bodies(srv, files)
-            meta.setdefault("commands", {})[name] = " ".join(srv.cmdline)
-            print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({opts.workers} worker(s))", file=log)
+            started.append(start(name))
         total = opts.runs * len(opts.sizes) * len(opts.modes) * len(started)
         i = 0
         for run_no in range(1, opts.runs + 1):
@@ -121,33 +209,46 @@ def run(opts, log=sys.stderr):
             for size in opts.sizes:
                 label = dr.size_label(size)
                 for mode in opts.modes:
-                    for srv in order:
+                    for j, srv in enumerate(order):
                         i += 1
                         print(f"[{i}/{total}] run {run_no}/{opts.runs} size {label} {mode} {srv.name} ... ",
                               end="", file=log, flush=True)
-                        row = run_one(srv, files[size][0], mode, opts.connections, opts.duration_s,
-                                      client_cpus)
-                        row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name)
+                        srv, row = measured(srv, j, order, files[size][0], mode,
+                                            {"run": run_no, "size": size, "mode": mode, "point": i})
+                        row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name,
+                                   loadavg1=os.getloadavg()[0])
                         rows.append(row)
-                        note = ""
+                        note = "  (client-bound: wrk at {:.0%})".format(row["client_cpu_util"]) \
+                            if row["client_bound"] else ""
                         if row["requests"] == 0 or row["errors"] > ERROR_FRACTION * row["requests"]:
                             msg = (f"{srv.name} {label} {mode} run {run_no}: {row['errors']} errors "
                                    f"({row['socket_errors']} socket, {row['non_2xx_3xx']} status>399) "
                                    f"in {row['requests']} requests")
                             problems.append(msg)
-                            note = f"  ({row['errors']} errors!)"
+                            note += f"  ({row['errors']} errors!)"
                         elif row["errors"]:
-                            note = f"  ({row['errors']} errors)"
-                        print(f"{row['requests_per_s']:,.0f} req/s{note}", file=log, flush=True)
-                        if srv.proc.poll() is not None:
-                            raise servers.ServerError(f"{srv.name} died during the run:\n{srv.log_tail()}")
+                            note += f"  ({row['errors']} errors)"
+                        util = row.get("server_cpu_util")
+                        print(f"{row['requests_per_s']:,.0f} req/s" +
+                              (f", server {util:.2f} CPU" if util is not None else "") +
+                              note, file=log, flush=True)
+    except BaseException:
+        if rows:   # an interrupted or failed run keeps what it measured
+            with open(os.path.join(opts.out, "results-partial.json"), "w") as f:
+                json.dump({"meta": meta, "runs": rows}, f, indent=1)
+        raise
     finally:
         for srv in started:
             srv.stop()
         save_configs(tmp, opts.out)
         shutil.rmtree(tmp, ignore_errors=True)
+    if meta["restarts"]:
+        print(f"zcbench: {len(meta['restarts'])} server(s) refused connections and were started "
+              f"again: {', '.join(r['server'] + ' at point ' + str(r['point']) for r in meta['restarts'])} "
+              "(results.json: meta.restarts)", file=log)
     summary, ratios = report.summarize(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    meta["machine_after"] = machine_note()
     meta["problems"] = problems
     return meta, rows, summary, ratios, problems
 

@@ -23,10 +23,12 @@ non-zero.  Despite its name, wrk counts only statuses > 399 as "Non-2xx or 3xx".
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import asdict, dataclass, field
 
 _BYTES = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3, "TB": 1024 ** 4, "PB": 1024 ** 5}
 _METRIC = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+CONNECT_RETRIES = 3
 _TIME = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -73,6 +75,7 @@ class WrkResult:
     non_2xx_3xx: int = 0         # wrk: responses with status > 399
     client_cpu_s: float = None   # wrk's own CPU time (run() measures it)
     client_waits: int = None     # wrk's voluntary context switches (run())
+    retries: int = 0             # runs started again because wrk's first connect failed
 
     @property
     def client_cpu_util(self):
@@ -195,21 +198,66 @@ def find_wrk():
     return path
 
 
+def connect_diagnosis(url, tries=3):
+    """What a failed connect to url's host:port looks like from here: a
+    few connects of our own (error or the local port they got) and the
+    sockets on that port (ss), for the error message."""
+    import socket
+    m = re.match(r"https?://([^:/]+):(\d+)", url)
+    if not m:
+        return ""
+    host, port = m.group(1), int(m.group(2))
+    lines = []
+    for _ in range(tries):
+        s = socket.socket()
+        s.settimeout(2)
+        try:
+            s.connect((host, port))
+            lines.append(f"connect from port {s.getsockname()[1]}: ok")
+        except OSError as e:
+            lines.append(f"connect: {e}")
+        finally:
+            s.close()
+    try:
+        ss = subprocess.run(["ss", "-tanp", f"( sport = :{port} )"], capture_output=True, text=True,
+                            timeout=10).stdout.splitlines()
+        states = {}
+        for line in ss[1:]:
+            states[line.split()[0]] = states.get(line.split()[0], 0) + 1
+        lines.append(f"sockets on port {port}: {states}")
+        lines += [x for x in ss if x.startswith("LISTEN")]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return "\n".join(["", "diagnosis:"] + lines) + "\n"
+
+
 def run(url, connections, duration_s, threads=1, close=False, latency=True, cpus=None):
     """Run wrk once (pinned to cpus if given); a parsed WrkResult (raw stdout in .raw)."""
     from . import pinning
     from .cpu import children_cpu_seconds, children_waits
     argv = command(url, connections, duration_s, threads, close, latency, wrk=find_wrk())
-    cpu0, waits0 = children_cpu_seconds(), children_waits()
-    try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 30,
-                           preexec_fn=pinning.preexec(cpus))
-    except subprocess.TimeoutExpired:
-        raise WrkError(f"wrk did not finish in {duration_s + 30:.0f}s: {' '.join(argv)}") from None
+    for attempt in range(CONNECT_RETRIES + 1):
+        cpu0, waits0 = children_cpu_seconds(), children_waits()
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=duration_s + 30,
+                               preexec_fn=pinning.preexec(cpus))
+        except subprocess.TimeoutExpired:
+            raise WrkError(f"wrk did not finish in {duration_s + 30:.0f}s: {' '.join(argv)}") from None
+        # wrk gives up at once when its first test connection fails, and
+        # on this machine that connect was refused now and then by a
+        # server that was alive and answered afterwards: tried again up to
+        # CONNECT_RETRIES times, 1, 2, 4 s apart.
+        if p.returncode != 0 and "unable to connect" in p.stdout + p.stderr and attempt < CONNECT_RETRIES:
+            time.sleep(2.0 ** attempt)
+            continue
+        break
     if p.returncode != 0:
-        raise WrkError(f"wrk exited {p.returncode}: {' '.join(argv)}\n{p.stdout}{p.stderr}")
+        diag = connect_diagnosis(url) if "unable to connect" in p.stdout + p.stderr else ""
+        raise WrkError(f"wrk exited {p.returncode} (after {attempt} retries): {' '.join(argv)}\n"
+                       f"{p.stdout}{p.stderr}{diag}")
     r = parse(p.stdout)
     r.raw = p.stdout
     r.client_cpu_s = children_cpu_seconds() - cpu0
     r.client_waits = children_waits() - waits0
+    r.retries = attempt
     return r

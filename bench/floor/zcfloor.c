@@ -1,0 +1,411 @@
+/*
+ * zcfloor - the floor of `zcbench static`: the least any epoll web server
+ * can do per request, as a reference "server" (issue 15).
+ *
+ *   zcfloor --root DIR [--listen 127.0.0.1:8080] [--workers N]
+ *
+ * At start every regular file directly in DIR is read into memory once, as
+ * two canned responses: "HTTP/1.1 200 OK", Content-Length, an empty line
+ * and the file's bytes, contiguous (one with "Connection: close").  Then
+ * per request it does only this:
+ *
+ *   accept4          (the listener has TCP_DEFER_ACCEPT and TCP_NODELAY,
+ *                     so the request is there when the connection is
+ *                     accepted, and no setsockopt per connection)
+ *   recv             one, right after accept4 for a new connection
+ *   find "\r\n\r\n"  the end of the request head; the target (between the
+ *                     first two spaces) picks the canned response by an
+ *                     exact comparison with the file names; a head that
+ *                     contains "Connection: close" gets the closing one
+ *   send             one, of the canned response from memory (a copy into
+ *                     the socket: no sendfile, no file, no header built)
+ *   close            after a closing response; a keep-alive connection is
+ *                     added to epoll only when it first has to wait
+ *
+ * No parsing beyond that, no logging, no timeouts, no files after start.
+ * A send the socket cannot take whole (large responses) is finished when
+ * epoll says the socket is writable.  Anything that is not a known target
+ * gets a canned 404.  --workers N forks N-1 more processes that share the
+ * listener (EPOLLEXCLUSIVE); SIGTERM ends them all.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define IN_CAP 8192
+#define MAX_EVENTS 256
+#define ACCEPT_BATCH 64
+
+struct canned {
+	char *target;		/* "/file-1k.bin" */
+	size_t target_len;
+	char *keep, *close;	/* whole responses */
+	size_t keep_len, close_len;
+};
+
+struct conn {
+	int fd;
+	int in_epoll;
+	int want_out;		/* registered for EPOLLOUT */
+	int close_after;	/* close once out is sent */
+	const char *out;	/* unsent part of the current response */
+	size_t out_len;
+	size_t in_len;
+	char in[IN_CAP];
+};
+
+static struct canned *files;
+static size_t nfiles;
+static struct canned notfound;
+static struct conn **conns;
+static size_t nconns_max;
+static int epfd;
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static char *response(const char *status, const char *body, size_t len, int close, size_t *out_len)
+{
+	char head[256];
+	int n = snprintf(head, sizeof(head),
+			 "HTTP/1.1 %s\r\nContent-Length: %zu\r\n%s\r\n", status, len,
+			 close ? "Connection: close\r\n" : "");
+	char *r = malloc((size_t)n + len);
+
+	if (!r)
+		die("malloc");
+	memcpy(r, head, (size_t)n);
+	memcpy(r + n, body, len);
+	*out_len = (size_t)n + len;
+	return r;
+}
+
+static void canned_init(struct canned *c, const char *target, const char *status,
+			const char *body, size_t len)
+{
+	c->target = strdup(target);
+	c->target_len = strlen(target);
+	c->keep = response(status, body, len, 0, &c->keep_len);
+	c->close = response(status, body, len, 1, &c->close_len);
+}
+
+static void load_root(const char *root)
+{
+	DIR *d = opendir(root);
+	struct dirent *e;
+
+	if (!d)
+		die(root);
+	while ((e = readdir(d))) {
+		char path[4096], target[1024];
+		struct stat st;
+		char *body;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			die(path);
+		body = malloc(st.st_size ? (size_t)st.st_size : 1);
+		if (!body)
+			die("malloc");
+		for (size_t got = 0; got < (size_t)st.st_size;) {
+			ssize_t r = read(fd, body + got, (size_t)st.st_size - got);
+
+			if (r <= 0)
+				die(path);
+			got += (size_t)r;
+		}
+		close(fd);
+		files = realloc(files, (nfiles + 1) * sizeof(*files));
+		if (!files)
+			die("realloc");
+		snprintf(target, sizeof(target), "/%s", e->d_name);
+		canned_init(&files[nfiles++], target, "200 OK", body, (size_t)st.st_size);
+		free(body);
+	}
+	closedir(d);
+	canned_init(&notfound, "", "404 Not Found", "not found\n", 10);
+}
+
+/* The canned response for the head in[0..len): target between the first
+ * two spaces, exact match. */
+static const struct canned *lookup(const char *in, size_t len)
+{
+	const char *sp = memchr(in, ' ', len), *end;
+
+	if (!sp)
+		return &notfound;
+	sp++;
+	end = memchr(sp, ' ', len - (size_t)(sp - in));
+	if (!end)
+		return &notfound;
+	for (size_t i = 0; i < nfiles; i++)
+		if (files[i].target_len == (size_t)(end - sp) &&
+		    memcmp(files[i].target, sp, files[i].target_len) == 0)
+			return &files[i];
+	return &notfound;
+}
+
+static void conn_close(struct conn *c)
+{
+	close(c->fd);		/* also leaves epoll */
+	conns[c->fd] = NULL;
+	free(c);
+}
+
+static int set_events(struct conn *c, unsigned ev)
+{
+	struct epoll_event e = { .events = ev, .data.fd = c->fd };
+
+	if (epoll_ctl(epfd, c->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &e) < 0)
+		return -1;
+	c->in_epoll = 1;
+	return 0;
+}
+
+/* Send what is pending; 1 all sent, 0 must wait, -1 closed. */
+static int flush(struct conn *c)
+{
+	while (c->out_len) {
+		ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				if (!c->want_out && set_events(c, EPOLLOUT) < 0)
+					break;
+				c->want_out = 1;
+				return 0;
+			}
+			break;
+		}
+		c->out += n;
+		c->out_len -= (size_t)n;
+	}
+	if (c->out_len || c->close_after) {
+		conn_close(c);
+		return -1;
+	}
+	return 1;
+}
+
+/* Answer every complete head in the input; then wait for more input. */
+static void answer(struct conn *c)
+{
+	for (;;) {
+		char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
+		const struct canned *r;
+		size_t head;
+		int rc;
+
+		if (!end)
+			break;
+		head = (size_t)(end - c->in) + 4;
+		r = lookup(c->in, head);
+		c->close_after = memmem(c->in, head, "Connection: close", 17) != NULL;
+		c->out = c->close_after ? r->close : r->keep;
+		c->out_len = c->close_after ? r->close_len : r->keep_len;
+		memmove(c->in, c->in + head, c->in_len - head);
+		c->in_len -= head;
+		rc = flush(c);
+		if (rc <= 0)
+			return;
+	}
+	if (c->in_len == IN_CAP) {	/* a head larger than the buffer */
+		conn_close(c);
+		return;
+	}
+	if (c->want_out || !c->in_epoll) {
+		if (set_events(c, EPOLLIN) < 0) {
+			conn_close(c);
+			return;
+		}
+		c->want_out = 0;
+	}
+}
+
+static void on_readable(struct conn *c)
+{
+	ssize_t n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		if (!c->in_epoll && set_events(c, EPOLLIN) < 0)
+			conn_close(c);
+		return;
+	}
+	if (n <= 0) {
+		conn_close(c);
+		return;
+	}
+	c->in_len += (size_t)n;
+	answer(c);
+}
+
+static void accept_some(int lfd)
+{
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct conn *c;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		if ((size_t)fd >= nconns_max || !(c = calloc(1, sizeof(*c)))) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		conns[fd] = c;
+		on_readable(c);
+	}
+}
+
+static void serve(int lfd)
+{
+	struct epoll_event e = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.fd = lfd };
+	struct epoll_event evs[MAX_EVENTS];
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, lfd, &e) < 0)
+		die("epoll");
+	for (;;) {
+		int n = epoll_wait(epfd, evs, MAX_EVENTS, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die("epoll_wait");
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+			struct conn *c;
+
+			if (fd == lfd) {
+				accept_some(lfd);
+				continue;
+			}
+			c = conns[fd];
+			if (!c)
+				continue;
+			if (c->want_out) {
+				if (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
+					if (flush(c) > 0)
+						answer(c);
+				}
+			} else if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+				on_readable(c);
+			}
+		}
+	}
+}
+
+static int listen_on(const char *addr)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char host[64];
+	const char *colon = strrchr(addr, ':');
+	int fd, one = 1;
+
+	if (!colon || (size_t)(colon - addr) >= sizeof(host)) {
+		fprintf(stderr, "zcfloor: --listen wants HOST:PORT, got %s\n", addr);
+		exit(2);
+	}
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = 0;
+	sa.sin_port = htons((unsigned short)atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		fprintf(stderr, "zcfloor: bad IPv4 address %s\n", host);
+		exit(2);
+	}
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0)
+		die(addr);
+	return fd;
+}
+
+static void usage(int code)
+{
+	fprintf(code ? stderr : stdout,
+		"usage: zcfloor --root DIR [--listen 127.0.0.1:8080] [--workers N]\n"
+		"The least an epoll server does per request (accept4, recv, one send of a\n"
+		"canned response read from DIR at start): zcbench's reference \"server\".\n");
+	exit(code);
+}
+
+int main(int argc, char **argv)
+{
+	const char *root = NULL, *addr = "127.0.0.1:8080";
+	int workers = 1, lfd;
+	struct rlimit rl;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			usage(0);
+		if (i + 1 >= argc)
+			usage(2);
+		if (!strcmp(argv[i], "--root"))
+			root = argv[++i];
+		else if (!strcmp(argv[i], "--listen"))
+			addr = argv[++i];
+		else if (!strcmp(argv[i], "--workers"))
+			workers = atoi(argv[++i]);
+		else
+			usage(2);
+	}
+	if (!root || workers < 1)
+		usage(2);
+	signal(SIGPIPE, SIG_IGN);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	nconns_max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		     rl.rlim_cur < (1u << 20) ? rl.rlim_cur : (1u << 20);
+	conns = calloc(nconns_max, sizeof(*conns));
+	if (!conns)
+		die("calloc");
+	load_root(root);
+	lfd = listen_on(addr);
+	fprintf(stderr, "zcfloor: %zu files from %s on %s, %d worker(s)\n", nfiles, root, addr,
+		workers);
+	for (int i = 1; i < workers; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			serve(lfd);
+		}
+	}
+	serve(lfd);	/* the parent serves too; the children die with it */
+	return 0;
+}

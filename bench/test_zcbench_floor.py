@@ -1,0 +1,107 @@
+"""pytest: zcfloor, `zcbench static`'s reference "server" (bench/floor/zcfloor.c):
+it answers every request with the canned response of the file asked for,
+byte-exact, on keep-alive connections (also pipelined), closes after
+"Connection: close", finishes responses larger than the socket buffer, and
+404s anything else.  Loopback only; no timing anywhere."""
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from zcbench_lib import docroot, servers  # noqa: E402
+
+ZCFLOOR = HERE.parent / "build" / "bench" / "zcfloor"
+SIZES = [500, 1024, 10 * 1024, 200 * 1024, 4 << 20]
+
+
+@pytest.fixture(scope="module")
+def floor(tmp_path_factory):
+    assert os.access(ZCFLOOR, os.X_OK), f"{ZCFLOOR} is not built: run make"
+    root = tmp_path_factory.mktemp("floor") / "root"
+    files = docroot.make_docroot(root, SIZES)
+    port = servers.free_port()
+    p = subprocess.Popen(servers.floor_argv(str(ZCFLOOR), port, str(root), 2),
+                         stderr=subprocess.PIPE, start_new_session=True)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.02)
+    yield port, files
+    p.terminate()
+    p.wait(timeout=10)
+
+
+def read_response(f):
+    """(status line, headers dict, body) of one response from file f."""
+    status = f.readline().decode().rstrip("\r\n")
+    headers = {}
+    while True:
+        line = f.readline().decode().rstrip("\r\n")
+        if not line:
+            break
+        k, v = line.split(":", 1)
+        headers[k.strip().lower()] = v.strip()
+    body = f.read(int(headers["content-length"]))
+    return status, headers, body
+
+
+def get(path, close=False):
+    return f"GET {path} HTTP/1.1\r\nHost: x\r\n{'Connection: close' + chr(13) + chr(10) if close else ''}\r\n".encode()
+
+
+def test_keepalive_every_size_on_one_connection(floor):
+    port, files = floor
+    with socket.create_connection(("127.0.0.1", port)) as s, s.makefile("rb") as f:
+        for n in SIZES:
+            s.sendall(get(files[n][0]))
+            status, headers, body = read_response(f)
+            assert status == "HTTP/1.1 200 OK"
+            assert "connection" not in headers
+            assert body == docroot.content(n)
+
+
+def test_pipelined_requests_in_one_send(floor):
+    port, files = floor
+    with socket.create_connection(("127.0.0.1", port)) as s, s.makefile("rb") as f:
+        s.sendall(get(files[1024][0]) + get(files[500][0]) + get("/nope"))
+        assert read_response(f)[2] == docroot.content(1024)
+        assert read_response(f)[2] == docroot.content(500)
+        status, _, body = read_response(f)
+        assert status == "HTTP/1.1 404 Not Found" and body == b"not found\n"
+
+
+def test_connection_close_closes_after_the_response(floor):
+    port, files = floor
+    for n in (500, 4 << 20):
+        with socket.create_connection(("127.0.0.1", port)) as s, s.makefile("rb") as f:
+            s.sendall(get(files[n][0], close=True))
+            status, headers, body = read_response(f)
+            assert headers["connection"] == "close" and body == docroot.content(n)
+            assert f.read() == b""          # the server closed the connection
+
+
+def test_request_split_over_several_sends(floor):
+    port, files = floor
+    with socket.create_connection(("127.0.0.1", port)) as s, s.makefile("rb") as f:
+        req = get(files[10 * 1024][0])
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(0, len(req), 7):
+            s.sendall(req[i:i + 7])
+            time.sleep(0.001)
+        assert read_response(f)[2] == docroot.content(10 * 1024)
+
+
+def test_usage():
+    assert subprocess.run([str(ZCFLOOR), "--help"], capture_output=True).returncode == 0
+    assert subprocess.run([str(ZCFLOOR)], capture_output=True).returncode == 2
+    assert subprocess.run([str(ZCFLOOR), "--root", "/", "--listen", "nohost"],
+                          capture_output=True).returncode == 2
