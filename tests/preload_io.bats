@@ -179,6 +179,23 @@ converted() {
 	three "$PROG" fds-raw "$D/f20"
 }
 
+@test "ZC_STATS: a program that dup2s onto the preload's stderr copy does not get the table in its file" {
+	local f="$BATS_TEST_TMPDIR/prog.out"
+	# dup2 onto every number the preload may have hidden its copy at
+	# (from half the descriptor limit, at most 1024, upward).
+	run env ZC_STATS=1 LD_PRELOAD="$PRELOAD" /usr/bin/python3 -c '
+import os, sys
+f = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for n in range(3, 1100):
+    if n != f:
+        os.dup2(f, n)
+os.write(f, b"program\n")
+' "$f"
+	[ "$status" -eq 0 ]
+	[ "$(cat "$f")" = program ]
+	[[ "$output" == *"zc-preload: conversion"* ]]   # the table went to stderr
+}
+
 @test "fork, vfork and exec children writing from mappings" {
 	three "$PROG" fork "$D/f20"
 	grep -q "exec'd: 20971520 bytes intact" "$BATS_TEST_TMPDIR/plain.out"

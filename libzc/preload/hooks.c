@@ -13,7 +13,7 @@
  *                  descriptor numbers change meaning: caches forget (the
  *                  conversions' fd_forget hooks, conv.c), the preload's
  *                  own descriptors stay out of the program's way (fdstate.c,
- *                  whose moves go to the fd_moved hooks)
+ *                  whose moves go to zcp_own_fd_moved)
  *   mmap, munmap, mprotect, mremap
  *                  mapwrite's table of file mappings
  *
@@ -195,7 +195,7 @@ ZCP_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
 		return -1;
 	}
 	if (!(flags & CLOSE_RANGE_CLOEXEC)) {
-		zcp_fd_range_closing(lo, hi, zcp_conv_fd_moved);
+		zcp_fd_range_closing(lo, hi, zcp_own_fd_moved);
 		for (fd = lo; fd <= hi && fd < 65536; fd++)
 			zcp_conv_fd_forget(fd);
 	}
@@ -208,7 +208,7 @@ ZCP_EXPORT void closefrom(int lo)
 
 	zcp_init();
 	if (lo >= 0) {
-		zcp_fd_range_closing(lo, ~0u, zcp_conv_fd_moved);
+		zcp_fd_range_closing(lo, ~0u, zcp_own_fd_moved);
 		for (fd = lo; fd < 65536; fd++)
 			zcp_conv_fd_forget(fd);
 	}
@@ -227,7 +227,7 @@ static bool dup_prepare(int old, int new)
 		return false;
 	}
 	if (old != new) {
-		zcp_fd_evict(new, zcp_conv_fd_moved);
+		zcp_fd_evict(new, zcp_own_fd_moved);
 		zcp_conv_fd_forget(new);
 	}
 	return true;

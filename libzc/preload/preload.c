@@ -156,6 +156,18 @@ static void unfollow_environ(void)
 	}
 }
 
+/*
+ * The program took the number of our stderr copy (dup2 onto it) or closed
+ * it (close_range): follow the move, or report nowhere -- never into
+ * whatever the program has put at the old number.
+ */
+void zcp_own_fd_moved(int old, int new)
+{
+	if (old == cfg.err_fd)
+		cfg.err_fd = new;
+	zcp_conv_fd_moved(old, new);
+}
+
 static void load_config(void)
 {
 	const char *f = getenv("ZC_STATS_FILE");

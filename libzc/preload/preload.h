@@ -79,6 +79,11 @@ void zcp_conv_fd_forget(int fd);          /* fd names something new now */
 void zcp_conv_fd_moved(int old, int new); /* zcp_fd_moved_fn, below */
 void zcp_conv_exit(void);
 
+/* preload.c: one of the preload's descriptors moved (fdstate.c's
+ * zcp_fd_moved_fn): its own stderr copy for the statistics, then every
+ * conversion's (zcp_conv_fd_moved).  The hooks pass this one. */
+void zcp_own_fd_moved(int old, int new);
+
 /*
  * Load-time set-up: configuration and the real-symbol table.  Idempotent
  * and cheap after the first call; every hook calls it first because libc
