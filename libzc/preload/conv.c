@@ -22,7 +22,6 @@
 #include "preload.h"
 
 struct conversion {
-	const char *name;
 	/*
 	 * false: off unless ZC_ENABLE names it (zcrun's --enable list must
 	 * then name it too).  ZC_DISABLE switches off either kind.
@@ -54,13 +53,11 @@ struct conversion {
 
 static const struct conversion convs[ZCP_NCONV] = {
 	[ZCP_PIPE] = {
-		.name = "pipe",
 		.on = true,
 		.fork_child = zcp_pipe_fork_child,
 		.fd_forget = zcp_pipe_forget,
 	},
 	[ZCP_MAPWRITE] = {
-		.name = "mapwrite",
 		.on = true,
 		.fork_prepare = zcp_map_fork_prepare,
 		.fork_parent = zcp_map_fork_parent,
@@ -68,12 +65,10 @@ static const struct conversion convs[ZCP_NCONV] = {
 		.fd_moved = zcp_map_fd_moved,
 	},
 	[ZCP_FORWARD] = {
-		.name = "forward",
 		.on = true,
 		.fd_forget = zcp_forward_forget,
 	},
 	[ZCP_STDIO] = {
-		.name = "stdio",
 		.on = true,
 		.fork_prepare = zcp_stdio_fork_prepare,
 		.fork_parent = zcp_stdio_fork_release,
@@ -82,9 +77,13 @@ static const struct conversion convs[ZCP_NCONV] = {
 	},
 };
 
+#define ZCP_CONV_NAME(e, name) [e] = name,
+static const char *const names[ZCP_NCONV] = { ZCP_CONVERSIONS(ZCP_CONV_NAME) };
+#undef ZCP_CONV_NAME
+
 const char *zcp_conv_name(enum zcp_conv c)
 {
-	return c < ZCP_NCONV ? convs[c].name : "?";
+	return c < ZCP_NCONV ? names[c] : "?";
 }
 
 bool zcp_conv_on_by_default(enum zcp_conv c)

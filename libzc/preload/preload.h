@@ -43,6 +43,8 @@
 #ifndef ZC_PRELOAD_H
 #define ZC_PRELOAD_H
 
+#include "conv_names.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,13 +57,12 @@
 #define ZCP_EXPORT __attribute__((visibility("default")))
 
 /* The conversions, in conv.c's table order; one entry each there. */
+#define ZCP_CONV_ENUM(e, name) e,
 enum zcp_conv {
-	ZCP_PIPE,
-	ZCP_MAPWRITE,
-	ZCP_FORWARD,
-	ZCP_STDIO,
+	ZCP_CONVERSIONS(ZCP_CONV_ENUM)
 	ZCP_NCONV
 };
+#undef ZCP_CONV_ENUM
 
 /*
  * conv.c: the name used in ZC_DISABLE=LIST, zcrun --disable=LIST and the

@@ -35,12 +35,15 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "conv_names.h"
+
 #ifndef ZC_PRELOAD_INSTALLED
 #define ZC_PRELOAD_INSTALLED "/usr/local/lib/libzc-preload.so"
 #endif
 
-static const char *const conversions[] = { "pipe", "mapwrite", "forward",
-					   "stdio", NULL };
+#define NAME(e, name) name,
+static const char *const conversions[] = { ZCP_CONVERSIONS(NAME) NULL };
+#undef NAME
 /* Conversions with cases that only ZC_ENABLE switches on. */
 static const char *const optins[] = { "mapwrite", NULL };
 
