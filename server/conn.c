@@ -188,9 +188,13 @@ static void arm(struct zh_conn *c, struct ev_timer_list *l)
 
 /* Level-triggered: while a response is pending we wait for EPOLLOUT only
  * (input is not read then, and a readable socket must not wake us in a
- * loop); while a handler has the request, for input only if it asked;
- * otherwise for EPOLLIN.  A new connection enters epoll only the first
- * time it has to wait. */
+ * loop); otherwise for READ_EVENTS.  While a handler has the request the
+ * mask stays READ_EVENTS too, so that a request waiting on a backend costs
+ * no epoll_ctl, unless bytes the handler did not ask for arrive: on_io then
+ * narrows it to EPOLLRDHUP (lazily, as this is rare).  A new connection
+ * enters epoll only the first time it has to wait. */
+#define READ_EVENTS (EPOLLIN | EPOLLRDHUP)
+
 static int set_events(struct zh_conn *c, uint32_t events)
 {
 	if (c->in_epoll && events == c->events)
@@ -314,7 +318,7 @@ void conn_run_posted(struct zh_worker *w)
  * returns false if the connection had to be freed. */
 static bool want_input(struct zh_conn *c)
 {
-	if (set_events(c, EPOLLIN)) {
+	if (set_events(c, READ_EVENTS)) {
 		conn_free(c);
 		return false;
 	}
@@ -629,9 +633,11 @@ static bool wait_in_handler(struct zh_conn *c)
 {
 	c->state = C_WAITING;
 	/* EPOLLRDHUP: a client that leaves while its request waits aborts
-	 * it (on_io), unless it left pipelined bytes behind. */
-	if (set_events(c, c->req.want_input ? EPOLLIN | EPOLLRDHUP
-			  : c->rdhup_seen ? 0 : EPOLLRDHUP)) {
+	 * it (on_io), unless it left pipelined bytes behind.  Once on_io
+	 * has narrowed the mask to EPOLLRDHUP it stays so for this request. */
+	if (set_events(c, c->rdhup_seen ? 0 :
+			  !c->req.want_input && c->in_epoll &&
+			  c->events == EPOLLRDHUP ? EPOLLRDHUP : READ_EVENTS)) {
 		conn_free(c);
 		return false;
 	}
@@ -776,6 +782,13 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 			/* The handler reads (a request body); it reports
 			 * through request.h, which posts us. */
 			c->req.handler->input(&c->req);
+			return;
+		}
+		if (!(ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+			/* Pipelined bytes, no hang-up: they wait their turn;
+			 * watch for the hang-up only until then. */
+			if (set_events(c, EPOLLRDHUP))
+				conn_free(c);
 			return;
 		}
 		if (!(ev & (EPOLLHUP | EPOLLERR)) &&

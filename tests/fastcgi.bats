@@ -241,6 +241,36 @@ EOF
 	[ "$(cat "$BATS_TEST_TMPDIR/b")" = 200 ]	# served after the first
 }
 
+# Bytes that arrive while a request waits on its application (the next
+# pipelined request, then the client's half-close) wait their turn: every
+# response comes, in order, and the half-close does not abort the request.
+@test "a request arriving while the previous one waits on the app is answered after it" {
+	probe --workers 1
+	run python3 - "$PORT" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /probe?sleep=400&size=7 HTTP/1.1\r\nHost: x\r\n\r\n")
+time.sleep(0.15)
+s.sendall(b"GET /probe?sleep=100&size=3 HTTP/1.1\r\nHost: x\r\n\r\n")
+time.sleep(0.1)
+s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")
+time.sleep(0.05)
+s.shutdown(socket.SHUT_WR)
+data = b""
+s.settimeout(10)
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+sys.stdout.write(data.decode("latin-1"))
+PY
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | grep -c '^HTTP/1.1 200')" -eq 3 ]
+	[[ "$output" == *'0123456'*'012'*'<h1>index</h1>'* ]]
+	[[ "$output" != *'0123456'*'<h1>index</h1>'*'012'* ]]
+}
+
 @test "a client that leaves aborts its request; nothing leaks, the link is reused" {
 	probe --workers 1
 	for i in $(seq 5); do
