@@ -177,12 +177,57 @@ static int handle_msg(zc_channel *ch)
 	return err ? err : 1;
 }
 
-int zc_ch_drain_sock(zc_channel *ch)
+/*
+ * Doorbells are the common message (one per wake-up) and carry nothing:
+ * take every one at the head of the socket with one peek and one read.
+ * Returns 1 if the peek saw nothing, or nothing but doorbells (so the
+ * socket is empty now and there is nothing more to look for), 0 if it saw
+ * something else, EOF or an error (handle_msg goes on, and reports them),
+ * <0 on error.  A run stops before any other message, so no descriptor is
+ * ever read here.
+ */
+static int take_doorbells(zc_channel *ch)
 {
-	int r;
+	unsigned char b[64];
+	ssize_t n, k = 0, got;
 
-	while ((r = handle_msg(ch)) > 0)
-		;
+	if (ch->socktype != SOCK_STREAM)
+		return 0;	/* one record per recv: nothing to batch */
+	do
+		n = recv(ch->sock, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 1;	/* empty: nothing more to look at */
+	if (n <= 0)
+		return 0;	/* EOF and errors: handle_msg reports them */
+	while (k < n && b[k] == ZC_CH_MSG_DOORBELL)
+		k++;
+	if (k == 0)
+		return 0;
+	do
+		got = recv(ch->sock, b, (size_t)k, MSG_DONTWAIT);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return errno == ECONNRESET ? -EPIPE : -errno;
+	if (got != k)
+		return -EPROTO;	/* we are the socket's only reader */
+	return k == n && n < (ssize_t)sizeof(b);
+}
+
+/* fast: stop after a run of doorbells that was all the peek saw.  That
+ * can miss a message another process wrote after them (a different
+ * writer's bytes are never glued to ours), which callers that wait again
+ * on the socket will see; imp_find, which must find the share, asks for
+ * everything. */
+static int drain(zc_channel *ch, bool fast)
+{
+	int r = fast ? take_doorbells(ch) : 0;
+
+	if (r == 0)
+		while ((r = handle_msg(ch)) > 0)
+			;
+	else if (r > 0)
+		r = 0;
 	if (r == -EPIPE) {
 		zc_ch_peer_gone(ch);
 		return r;
@@ -190,6 +235,11 @@ int zc_ch_drain_sock(zc_channel *ch)
 	if (r < 0 && r != -EINTR)
 		return zc_ch_broke(ch, r == -ENOMEM ? r : -EPROTO);
 	return 0;
+}
+
+int zc_ch_drain_sock(zc_channel *ch)
+{
+	return drain(ch, true);
 }
 
 /* ------------------------------------------ what the peer shared with us */
@@ -222,7 +272,7 @@ static int imp_find(zc_channel *ch, void *(*find)(zc_channel *, uint64_t),
 	if ((*out = find(ch, key)))
 		return 0;
 	/* Not known yet: by the ordering rule it is in the socket now. */
-	err = zc_ch_drain_sock(ch);
+	err = drain(ch, false);
 	if (err < 0 && err != -EPIPE)
 		return err;
 	return (*out = find(ch, key)) ? 0 : -EPROTO;

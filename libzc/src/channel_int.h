@@ -224,7 +224,8 @@ bool zc_ch_ret_flush(zc_channel *ch);
 int zc_ch_read_msg(zc_channel *ch, void *buf, size_t len, int *fd);
 /* Type byte of the next message; -EAGAIN if none, -EPIPE at EOF. */
 int zc_ch_peek_type(int sock);
-/* Handle every control message already there: 0, -EPIPE once the peer is
+/* Handle the control messages already there (a run of doorbells in one
+ * read; see drain() for when it stops early): 0, -EPIPE once the peer is
  * gone, or the channel's (now sticky) error. */
 int zc_ch_drain_sock(zc_channel *ch);
 /* Share a pool / a file with the peer, once (ordering rule: before any

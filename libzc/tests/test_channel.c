@@ -573,6 +573,66 @@ static void test_stream_socket(void **state)
 	zc_pool_destroy(pool);
 }
 
+/*
+ * Doorbells are taken in runs (channel_ctl.c): a burst of them ahead of a
+ * pool share on a stream socket, and a burst longer than one peek, must
+ * neither hide the share nor eat into it; every message arrives.
+ */
+static void test_doorbell_runs(void **state)
+{
+	static const unsigned char bells[200] = { [0 ... 199] = 0xD0 };
+	struct opener o = { 0 };
+	zc_channel *a;
+	pthread_t tid;
+	struct msg m;
+	zc_pool *pool, *fresh;
+	zc_agg *got;
+	int sv[2];
+
+	(void)state;
+	pool = stream_pair(sv);
+	o.sock = sv[1];
+	assert_int_equal(pthread_create(&tid, NULL, opener_main, &o), 0);
+	assert_int_equal(zc_channel_open(sv[0], &a), 0);
+	pthread_join(tid, NULL);
+	assert_int_equal(o.err, 0);
+	assert_int_equal(zc_channel_set_nonblock(o.ch, 1), 0);
+	for (int round = 0; round < 4; round++) {
+		/* Rings from a (as if it had woken us that often), then a
+		 * message from a pool o.ch has never seen: its share comes
+		 * after the bells on the socket. */
+		size_t nb = round == 0 ? 1 : round == 1 ? 63 : round == 2 ? 64 : 200;
+
+		assert_int_equal(write(sv[0], bells, nb), (ssize_t)nb);
+		assert_int_equal(zc_pool_create(1 * MiB, &fresh), 0);
+		msg_build(&m, fresh, 40 + round);
+		assert_int_equal(zc_channel_send(a, m.agg), 0);
+		assert_int_equal(zc_channel_recv(o.ch, &got), 0);
+		check_agg(got, m.len, 40 + round);
+		zc_agg_release(got);
+		msg_free(&m);
+		/* Bells alone: drained, and then there is nothing to read. */
+		assert_int_equal(write(sv[0], bells, nb), (ssize_t)nb);
+		for (int i = 0; i < 4; i++)	/* 200 bells: 4 peeks */
+			assert_int_equal(zc_channel_recv(o.ch, &got), -EAGAIN);
+		{
+			char c;
+
+			assert_int_equal(recv(sv[1], &c, 1, MSG_PEEK | MSG_DONTWAIT), -1);
+			assert_int_equal(errno, EAGAIN);
+		}
+		zc_channel_reclaim(0);
+		zc_pool_destroy(fresh);
+	}
+	zc_channel_close(a);
+	assert_int_equal(zc_channel_set_nonblock(o.ch, 0), 0);
+	assert_int_equal(zc_channel_recv(o.ch, &got), -EPIPE);
+	zc_channel_close(o.ch);
+	zc_channel_reclaim(0);
+	assert_int_equal(in_use(pool), 0);
+	zc_pool_destroy(pool);
+}
+
 /* zc_channel_open_nb: our half of the handshake goes out at once; the
  * channel is usable (-EAGAIN until then) when the peer's half arrives,
  * without ever blocking -- an event loop opens channels this way.  A peer
@@ -1230,6 +1290,7 @@ int main(void)
 		cmocka_unit_test(test_nonblock_send_full),
 		cmocka_unit_test(test_message_longer_than_ring),
 		cmocka_unit_test(test_stream_socket),
+		cmocka_unit_test(test_doorbell_runs),
 		cmocka_unit_test(test_open_nonblocking),
 		cmocka_unit_test(test_borrowed_copied),
 		cmocka_unit_test(test_received_parts_one_sendfile),
