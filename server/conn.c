@@ -63,6 +63,30 @@ static void do_read(struct zh_conn *c);
 
 /* ------------------------------------------------------------ life */
 
+/*
+ * A connection holds an input buffer (with its head arena) only while a
+ * request is in progress; one that goes idle gives it back here, so that
+ * 10,000 idle keep-alive connections hold none, while the next request --
+ * on this or another connection -- takes it again without a malloc and a
+ * free of 40 KiB each (8 % of the instructions of a 1 KB keep-alive
+ * request, callgrind).  At most ARRAY_SIZE(spare_in) are kept.
+ */
+static char *in_get(struct zh_worker *w)
+{
+	return w->nspare_in ? w->spare_in[--w->nspare_in]
+			    : malloc(IN_CAP + HEAD_ARENA);
+}
+
+static void in_put(struct zh_worker *w, char *in)
+{
+	if (!in)
+		return;
+	if (w->nspare_in < sizeof(w->spare_in) / sizeof(w->spare_in[0]))
+		w->spare_in[w->nspare_in++] = in;
+	else
+		free(in);
+}
+
 static void unpin_sent(struct zh_conn *c, bool all)
 {
 	unsigned i = 0;
@@ -131,7 +155,7 @@ static void conn_free(struct zh_conn *c)
 	ev_forget(w->loop, c->fd);
 	close(c->fd);
 	zc_agg_release(c->out);
-	free(c->in);
+	in_put(w, c->in);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -300,6 +324,8 @@ void conn_close_all(struct zh_worker *w)
 {
 	while (w->conns)
 		conn_free(w->conns);
+	while (w->nspare_in)
+		free(w->spare_in[--w->nspare_in]);
 }
 
 void conn_run_posted(struct zh_worker *w)
@@ -336,7 +362,7 @@ static bool go_idle(struct zh_conn *c)
 {
 	c->state = C_IDLE;
 	/* An idle connection holds no input buffer. */
-	free(c->in);
+	in_put(c->w, c->in);
 	c->in = NULL;
 	if (!want_input(c))
 		return false;
@@ -730,7 +756,7 @@ static void do_read(struct zh_conn *c)
 		return;
 	}
 	if (!c->in) {
-		c->in = malloc(IN_CAP + HEAD_ARENA);
+		c->in = in_get(c->w);
 		c->arena_used = 0;
 		if (!c->in) {
 			conn_free(c);
@@ -746,7 +772,7 @@ static void do_read(struct zh_conn *c)
 		/* Nothing yet (a new connection whose request is not here,
 		 * or a spurious wake-up): wait, holding no buffer if idle. */
 		if (!c->in_len && !zc_agg_len(c->out)) {
-			free(c->in);
+			in_put(c->w, c->in);
 			c->in = NULL;
 		}
 		want_input(c);

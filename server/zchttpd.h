@@ -83,6 +83,9 @@ struct zh_worker {
 	struct zh_conn *conns;		/* list of open connections */
 	struct zh_conn *posted;		/* connections with handler work */
 	unsigned nconns;
+	/* Input buffers kept for the next request (conn.c's in_get). */
+	char *spare_in[32];
+	unsigned nspare_in;
 	struct worker_stats *stats;	/* this worker's slot */
 	struct stats_area *all_stats;	/* every process's slot (stats.h) */
 	int nworkers;
