@@ -197,20 +197,22 @@ def write_csv(path, rows, fields):
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
 
 
-def write_all(out_dir, meta, rows, summary, ratios):
-    """results.csv (every run), summary.csv (medians + ratios), results.json (all)."""
+def write_all(out_dir, meta, rows, summary, ratios, reference=REFERENCE, peers=SERVER_ORDER[1:]):
+    """results.csv (every run), summary.csv (medians + ratios of the
+    reference's median to each peer's), results.json (all)."""
     os.makedirs(out_dir, exist_ok=True)
     write_csv(os.path.join(out_dir, "results.csv"), rows, RAW_FIELDS)
     srows = []
     rmap = {(r["size"], r["mode"], r["peer"]): r for r in ratios}
     for s in summary:
         row = dict(s)
-        for peer in SERVER_ORDER[1:]:
+        for peer in peers:
             r = rmap.get((s["size"], s["mode"], peer))
-            if s["server"] == REFERENCE and r:
+            if s["server"] == reference and r:
                 row[f"ratio_vs_{peer}"] = r["rps_ratio"]
         srows.append(row)
-    write_csv(os.path.join(out_dir, "summary.csv"), srows, SUMMARY_FIELDS)
+    fields = SUMMARY_FIELDS[:-3] + [f"ratio_vs_{p}" for p in peers]
+    write_csv(os.path.join(out_dir, "summary.csv"), srows, fields)
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump({"meta": meta, "runs": rows, "summary": summary, "ratios": ratios}, f, indent=1)
         f.write("\n")
@@ -230,18 +232,18 @@ def _star(s):
     return "*" if s.get("client_bound") else ""
 
 
-def table(summary, ratios, servers, rows=None, budget=None):
+def table(summary, ratios, servers, rows=None, budget=None, reference=REFERENCE):
     """A Markdown table per mode: req/s and MB/s medians per server and
-    zchttpd's ratios (of the medians; per-run range in parentheses); with
-    rows, a line saying how many runs were client-bound."""
+    the reference's ratios (of the medians; per-run range in parentheses);
+    with rows, a line saying how many runs were client-bound."""
     med = {(s["size"], s["mode"], s["server"]): s for s in summary}
     rat = {(r["size"], r["mode"], r["peer"]): r for r in ratios}
-    peers = [p for p in servers if p != REFERENCE]
+    peers = [p for p in servers if p != reference]
     out = []
     for mode in sorted({s["mode"] for s in summary}, key=lambda m: (m != "keepalive", m)):
         head = ["size"] + [f"{s} req/s" for s in servers] + [f"{s} MB/s" for s in servers]
-        if REFERENCE in servers:
-            head += [f"zchttpd/{p}" for p in peers]
+        if reference in servers:
+            head += [f"{reference}/{p}" for p in peers]
         out.append(f"**{mode}**\n")
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
@@ -252,20 +254,20 @@ def table(summary, ratios, servers, rows=None, budget=None):
                       if (size, mode, s) in med else "-" for s in servers]
             cells += [f"{med[(size, mode, s)]['mbytes_per_s_median']:,.1f}" if (size, mode, s) in med else "-"
                       for s in servers]
-            if REFERENCE in servers:
+            if reference in servers:
                 cells += [_ratio_cell(rat[(size, mode, p)]) if (size, mode, p) in rat else "-" for p in peers]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     if rows is not None:
         out.append(client_bound_note(rows, budget=budget))
         out.append("")
-    cpu = cpu_table(summary, ratios, servers)
+    cpu = cpu_table(summary, ratios, servers, reference)
     if cpu:
         out.append(cpu)
     return "\n".join(out)
 
 
-def cpu_table(summary, ratios, servers):
+def cpu_table(summary, ratios, servers, reference=REFERENCE):
     """Server CPU microseconds per request (median), the server's CPU use
     (1.00 = one CPU; near the budget: the server was the limit) when
     measured, wrk's CPU use, and the peers' cost relative to zchttpd's; ""
@@ -274,7 +276,7 @@ def cpu_table(summary, ratios, servers):
         return ""
     med = {(s["size"], s["mode"], s["server"]): s for s in summary}
     rat = {(r["size"], r["mode"], r["peer"]): r for r in ratios}
-    peers = [p for p in servers if p != REFERENCE]
+    peers = [p for p in servers if p != reference]
 
     out = []
     for mode in sorted({s["mode"] for s in summary}, key=lambda m: (m != "keepalive", m)):
@@ -285,8 +287,8 @@ def cpu_table(summary, ratios, servers):
                 ([f"{s} CPU used" for s in servers] if util else []) +
                 [f"wrk CPU ({s})" for s in servers] +
                 ([f"wrk waits/req ({s})" for s in servers] if waits else []))
-        if REFERENCE in servers:
-            head += [f"{p}/zchttpd CPU" for p in peers]
+        if reference in servers:
+            head += [f"{p}/{reference} CPU" for p in peers]
         out.append(f"**{mode}: server CPU per request** ("
                    + ("server CPU used: 1.00 = one CPU; " if util else "")
                    + "wrk CPU: 1.00 = one core busy"
@@ -302,7 +304,7 @@ def cpu_table(summary, ratios, servers):
             cells += [num(r.get("client_cpu_util_median"), ".2f") for r in row]
             if waits:
                 cells += [num(r.get("client_waits_per_req_median"), ".2f") for r in row]
-            if REFERENCE in servers:
+            if reference in servers:
                 cells += [num(rat.get((size, mode, p), {}).get("cpu_ratio"), ".2f") for p in peers]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
@@ -313,7 +315,7 @@ _STYLE = {"zchttpd": ("tab:red", "o", "-"), "nginx": ("tab:green", "s", "-"),
           "h2o": ("tab:blue", "^", "-"), "floor": ("dimgray", "D", "--")}
 
 
-def plot(out_dir, summary, servers, dpi=80, note=""):
+def plot(out_dir, summary, servers, dpi=80, note="", what="static", style=None):
     """One PNG per mode (IO-Lite Figures 3/4): x = file size; left panel
     throughput in Mb/s, right panel requests/s; one line per server (the
     floor dashed); a point whose every run was client-bound has a hollow
@@ -334,7 +336,7 @@ def plot(out_dir, summary, servers, dpi=80, note=""):
             if not pts:
                 continue
             xs = [p[0] / 1024 for p in pts]
-            color, marker, line = _STYLE.get(server, (None, "x", "-"))
+            color, marker, line = (style or _STYLE).get(server, (None, "x", "-"))
             for ax, ys in ((ax_bw, [p[1]["mbytes_per_s_median"] * 8 for p in pts]),
                            (ax_rps, [p[1]["rps_median"] for p in pts])):
                 ax.plot(xs, ys, linestyle=line, color=color, label=server)
@@ -357,10 +359,10 @@ def plot(out_dir, summary, servers, dpi=80, note=""):
             ax.set_ylim(bottom=0)
             ax.legend()
         sub = note + ("; hollow: every run client-bound" if any_cb else "")
-        fig.suptitle(f"zcbench static: {titles.get(mode, mode)}, median of runs"
+        fig.suptitle(f"zcbench {what}: {titles.get(mode, mode)}, median of runs"
                      + (f"\n{sub}" if sub else ""), fontsize=11)
         fig.tight_layout()
-        path = os.path.join(out_dir, f"static-{mode}.png")
+        path = os.path.join(out_dir, f"{what}-{mode}.png")
         fig.savefig(path, dpi=dpi)
         plt.close(fig)
         paths.append(path)

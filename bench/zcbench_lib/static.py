@@ -60,7 +60,7 @@ def verify_bodies(srv, files):
 
 
 def _conns_total(srv):
-    if srv.name != "zchttpd":
+    if srv.kind != "zchttpd":
         return None
     try:
         return servers.zchttpd_status(srv.port)["connections"]["total"]
@@ -123,50 +123,24 @@ def run_one(srv, path, mode, connections, duration_s, client_cpus=None, threads=
     return row
 
 
-def run(opts, log=sys.stderr):
-    """Run the whole experiment.  opts: servers, sizes, modes, runs, duration_s,
-    connections, workers, out.  Returns (meta, rows, summary, ratios, problems)."""
-    wrk.find_wrk()
-    budget = bg.Budget(getattr(opts, "server_cpu", 0.0))   # BudgetError before anything is made
-    tmp = tempfile.mkdtemp(prefix="zcbench-static-")
-    os.chmod(tmp, 0o755)
-    root = os.path.join(tmp, "docroot")
-    files = dr.make_docroot(root, opts.sizes)
-    started = []
-    rows, problems = [], []
-    meta = {
-        "command": "zcbench static " + " ".join(getattr(opts, "argv", [])),
-        "servers": opts.servers, "sizes": opts.sizes, "modes": opts.modes, "runs": opts.runs,
-        "duration_s": opts.duration_s, "connections": opts.connections, "workers": opts.workers,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_note(),
-    }
-    server_cpus, client_cpus = (pinning.split(pinning.available(), opts.workers)
-                                if getattr(opts, "pin", True) else (None, None))
-    meta["placement"] = {"server_cpus": server_cpus, "client_cpus": client_cpus}
-    meta["budget"] = budget.as_dict()
-    meta["client_bound_limit"] = report.CLIENT_BOUND
-    print(f"zcbench: servers on CPU {pinning.describe(server_cpus)}, wrk on CPU "
-          f"{pinning.describe(client_cpus)}; {budget.describe()}", file=log)
-    if budget.swept:
-        print(f"zcbench: removed {len(budget.swept)} cgroup(s) left by an earlier zcbench: "
-              f"{', '.join(budget.swept)}", file=log)
+def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr):
+    """The measurement loop shared by `zcbench static` and `zcbench fastcgi`:
+    start(name) every server (or configuration), then
 
-    def start(name):
-        srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus, budget=budget,
-                             private_copy=True)
-        srv.start()
-        try:
-            verify_bodies(srv, files)
-        except BaseException:
-            srv.stop()
-            raise
-        meta.setdefault("commands", {})[name] = " ".join(srv.cmdline)
-        print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({opts.workers} worker(s))", file=log)
-        return srv
+        for run in 1..runs: for size: for mode: for server (order rotated per run)
+
+    one wrk run each (run_one), a row per point.  A server that refuses
+    connections or dies during a run is started again and the point measured
+    again (at most MAX_RESTARTS times); on this shared machine other
+    people's `pkill zchttpd` stopped the benchmark's servers now and then.
+    An interrupted or failed run writes what it measured to
+    results-partial.json.  Every server is stopped at the end.  Returns
+    (rows, problems)."""
+    started, rows, problems = [], [], []
+    meta["restarts"] = []
+    total = 0
 
     def restart(srv, j, order, why, where):
-        """Stop srv, start it afresh in its place (a new process in a new
-        group), keep what it looked like in meta.restarts."""
         state = srv.state_report()
         meta["restarts"].append({"server": srv.name, **where, "why": why[-1500:], "state": state})
         print(f"{why.splitlines()[0][:120]}; restarting {srv.name}:\n{state}", file=log, flush=True)
@@ -177,11 +151,6 @@ def run(opts, log=sys.stderr):
         return new
 
     def measured(srv, j, order, path, mode, where):
-        """(server, row) of one point.  A server that refuses connections or
-        dies during the run is started again and the point measured again
-        (at most MAX_RESTARTS times in a zcbench run): on this shared
-        machine other people's `pkill zchttpd` stopped the benchmark's
-        servers now and then."""
         while True:
             try:
                 row = run_one(srv, path, mode, opts.connections, opts.duration_s, client_cpus)
@@ -196,10 +165,8 @@ def run(opts, log=sys.stderr):
                 raise servers.ServerError(f"{why}\n{srv.state_report()}")
             srv = restart(srv, j, order, why, where)
 
-    meta["restarts"] = []
-    total = 0
     try:
-        for name in opts.servers:
+        for name in names:
             started.append(start(name))
         total = opts.runs * len(opts.sizes) * len(opts.modes) * len(started)
         i = 0
@@ -213,7 +180,7 @@ def run(opts, log=sys.stderr):
                         i += 1
                         print(f"[{i}/{total}] run {run_no}/{opts.runs} size {label} {mode} {srv.name} ... ",
                               end="", file=log, flush=True)
-                        srv, row = measured(srv, j, order, files[size][0], mode,
+                        srv, row = measured(srv, j, order, path_of(srv, size), mode,
                                             {"run": run_no, "size": size, "mode": mode, "point": i})
                         row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name,
                                    loadavg1=os.getloadavg()[0])
@@ -240,24 +207,82 @@ def run(opts, log=sys.stderr):
     finally:
         for srv in started:
             srv.stop()
-        save_configs(tmp, opts.out)
-        shutil.rmtree(tmp, ignore_errors=True)
+    return rows, problems
+
+
+def setup(opts, what, names, budget, log=sys.stderr):
+    """The run's meta (command, parameters, machine, placement, budget) and
+    the CPUs of the servers and of wrk; says where everything runs."""
+    meta = {
+        "command": f"zcbench {what} " + " ".join(getattr(opts, "argv", [])),
+        "servers": names, "sizes": opts.sizes, "modes": opts.modes, "runs": opts.runs,
+        "duration_s": opts.duration_s, "connections": opts.connections, "workers": opts.workers,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_note(),
+    }
+    server_cpus, client_cpus = (pinning.split(pinning.available(), opts.workers)
+                                if getattr(opts, "pin", True) else (None, None))
+    meta["placement"] = {"server_cpus": server_cpus, "client_cpus": client_cpus}
+    meta["budget"] = budget.as_dict()
+    meta["client_bound_limit"] = report.CLIENT_BOUND
+    print(f"zcbench: servers on CPU {pinning.describe(server_cpus)}, wrk on CPU "
+          f"{pinning.describe(client_cpus)}; {budget.describe()}", file=log)
+    if budget.swept:
+        print(f"zcbench: removed {len(budget.swept)} cgroup(s) left by an earlier zcbench: "
+              f"{', '.join(budget.swept)}", file=log)
+    return meta, server_cpus, client_cpus
+
+
+def finish(meta, rows, problems, reference=report.REFERENCE, log=sys.stderr):
+    """Summary and ratios of the rows (against `reference`); meta completed."""
     if meta["restarts"]:
         print(f"zcbench: {len(meta['restarts'])} server(s) refused connections and were started "
               f"again: {', '.join(r['server'] + ' at point ' + str(r['point']) for r in meta['restarts'])} "
               "(results.json: meta.restarts)", file=log)
-    summary, ratios = report.summarize(rows)
+    summary, ratios = report.summarize(rows, reference)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     meta["machine_after"] = machine_note()
     meta["problems"] = problems
     return meta, rows, summary, ratios, problems
 
 
-def save_configs(tmp, out):
+def run(opts, log=sys.stderr):
+    """Run the whole experiment.  opts: servers, sizes, modes, runs, duration_s,
+    connections, workers, out.  Returns (meta, rows, summary, ratios, problems)."""
+    wrk.find_wrk()
+    budget = bg.Budget(getattr(opts, "server_cpu", 0.0))   # BudgetError before anything is made
+    tmp = tempfile.mkdtemp(prefix="zcbench-static-")
+    os.chmod(tmp, 0o755)
+    root = os.path.join(tmp, "docroot")
+    files = dr.make_docroot(root, opts.sizes)
+    meta, server_cpus, client_cpus = setup(opts, "static", opts.servers, budget, log)
+
+    def start(name):
+        srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus, budget=budget,
+                             private_copy=True)
+        srv.start()
+        try:
+            verify_bodies(srv, files)
+        except BaseException:
+            srv.stop()
+            raise
+        meta.setdefault("commands", {})[name] = " ".join(srv.cmdline)
+        print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({opts.workers} worker(s))", file=log)
+        return srv
+
+    try:
+        rows, problems = drive(opts, opts.servers, start, lambda srv, size: files[size][0],
+                               client_cpus, meta, log)
+    finally:
+        save_configs(tmp, opts.out, opts.servers)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return finish(meta, rows, problems, log=log)
+
+
+def save_configs(tmp, out, names=servers.NAMES, more=()):
     """Keep the generated server configs (and error logs) beside the results."""
     dest = os.path.join(out, "configs")
-    for name in servers.NAMES:
-        for f in ("nginx.conf", "h2o.yaml", "error.log", "stderr.log"):
+    for name in names:
+        for f in ("nginx.conf", "h2o.yaml", "error.log", "stderr.log", *more):
             src = os.path.join(tmp, name, f)
             if os.path.exists(src) and os.path.getsize(src) <= 1 << 20:
                 os.makedirs(dest, exist_ok=True)
