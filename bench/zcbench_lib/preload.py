@@ -254,7 +254,7 @@ def measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus, clie
                                 probe_path="/index.html", cpus=server_cpus, budget=budget)
     srv.start()
     try:
-        verify_bodies(srv, {APACHE_FILE_SIZE: ("/f1m", paths["f1m_sha256"])})
+        verify_bodies(srv, [("/f1m", paths["f1m_sha256"], APACHE_FILE_SIZE)])
         res, fields = measure(srv, lambda: wrk.run(srv.url("/f1m"), opts.connections, opts.duration_s,
                                                    threads=1, cpus=client_cpus), client_cpus)
         if srv.proc.poll() is not None:

@@ -147,18 +147,18 @@ class Server:
     """One server process tree.  start() returns once it answers GET probe_path."""
 
     def __init__(self, name, docroot, workdir, workers=1, extra_args=(), probe_path="/index.html",
-                 cpus=None, budget=None, private_copy=False, label=None, sidecars=(), env=None,
+                 cpus=None, budget=None, private_copy=False, label=None, sidecars=(), extra_env=None,
                  nginx_locations=""):
         """name: which server (NAMES).  label: what results and logs call it
         (default: name).  sidecars: Sidecar processes (FastCGI applications)
-        started first, in the server's group, and stopped with it.  env:
-        more environment for the server."""
+        started first, in the server's group, and stopped with it.
+        extra_env: more environment for the server."""
         if name not in NAMES:
             raise ServerError(f"unknown server {name!r} (known: {', '.join(NAMES)})")
         self.kind = name
         self.name = label or name
         self.sidecars = list(sidecars)
-        self.env = env
+        self.extra_env = extra_env
         self.nginx_locations = nginx_locations
         self.docroot = os.path.abspath(docroot)
         self.dir = os.path.join(os.path.abspath(workdir), self.name)
@@ -241,7 +241,7 @@ class Server:
             try:
                 self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                              start_new_session=True, preexec_fn=preexec,
-                                             env={**os.environ, **self.env} if self.env else None)
+                                             env={**os.environ, **self.extra_env} if self.extra_env else None)
             finally:
                 log.close()
             deadline = time.monotonic() + timeout_s

@@ -44,10 +44,12 @@ ERROR_FRACTION = 0.001  # a run with more errors than this share of requests is 
 MAX_RESTARTS = 20       # servers started afresh after refusing connections, per zcbench run
 
 
-def verify_bodies(srv, files):
-    """GET every file once from srv and compare the digest (also warms caches)."""
-    for size, (path, digest) in files.items():
-        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
+def verify_bodies(srv, wanted):
+    """GET every (path, sha256, size) of wanted once from srv and compare
+    the body's digest (also warms caches and starts FastCGI applications'
+    connections); a wrong one is a ServerError."""
+    for path, digest, size in wanted:
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
         try:
             c.request("GET", path)
             r = c.getresponse()
@@ -56,7 +58,12 @@ def verify_bodies(srv, files):
             c.close()
         if r.status != 200 or hashlib.sha256(body).hexdigest() != digest:
             raise servers.ServerError(f"{srv.name} served {path} wrong: status {r.status}, "
-                                      f"{len(body)} bytes (want {size})")
+                                      f"{len(body)} bytes (want {size})\n{srv.log_tail(10)}")
+
+
+def file_bodies(files):
+    """verify_bodies' list for a docroot (docroot.make_docroot's files)."""
+    return [(path, digest, size) for size, (path, digest) in files.items()]
 
 
 def _conns_total(srv):
@@ -261,7 +268,7 @@ def run(opts, log=sys.stderr):
                              private_copy=True)
         srv.start()
         try:
-            verify_bodies(srv, files)
+            verify_bodies(srv, file_bodies(files))
         except BaseException:
             srv.stop()
             raise

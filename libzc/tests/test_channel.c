@@ -540,23 +540,32 @@ static zc_pool *stream_pair(int sv[2])
 	return pool;
 }
 
+/* A channel over a stream socket pair, both ends opened (o.ch on sv[1],
+ * *a on sv[0]); returns the pool stream_pair made. */
+static zc_pool *stream_channels(int sv[2], zc_channel **a, struct opener *o)
+{
+	pthread_t tid;
+	zc_pool *pool = stream_pair(sv);
+
+	o->sock = sv[1];
+	assert_int_equal(pthread_create(&tid, NULL, opener_main, o), 0);
+	assert_int_equal(zc_channel_open(sv[0], a), 0);
+	pthread_join(tid, NULL);
+	assert_int_equal(o->err, 0);
+	return pool;
+}
+
 static void test_stream_socket(void **state)
 {
 	struct opener o = { 0 };
 	zc_channel *a;
-	pthread_t tid;
 	struct msg m;
 	zc_pool *pool;
 	zc_agg *got;
 	int sv[2];
 
 	(void)state;
-	pool = stream_pair(sv);
-	o.sock = sv[1];
-	assert_int_equal(pthread_create(&tid, NULL, opener_main, &o), 0);
-	assert_int_equal(zc_channel_open(sv[0], &a), 0);
-	pthread_join(tid, NULL);
-	assert_int_equal(o.err, 0);
+	pool = stream_channels(sv, &a, &o);
 	for (int round = 0; round < 3; round++) {
 		msg_build(&m, pool, 30 + round);
 		assert_int_equal(zc_channel_send(a, m.agg), 0);
@@ -583,19 +592,13 @@ static void test_doorbell_runs(void **state)
 	static const unsigned char bells[200] = { [0 ... 199] = 0xD0 };
 	struct opener o = { 0 };
 	zc_channel *a;
-	pthread_t tid;
 	struct msg m;
 	zc_pool *pool, *fresh;
 	zc_agg *got;
 	int sv[2];
 
 	(void)state;
-	pool = stream_pair(sv);
-	o.sock = sv[1];
-	assert_int_equal(pthread_create(&tid, NULL, opener_main, &o), 0);
-	assert_int_equal(zc_channel_open(sv[0], &a), 0);
-	pthread_join(tid, NULL);
-	assert_int_equal(o.err, 0);
+	pool = stream_channels(sv, &a, &o);
 	assert_int_equal(zc_channel_set_nonblock(o.ch, 1), 0);
 	for (int round = 0; round < 4; round++) {
 		/* Rings from a (as if it had woken us that often), then a
