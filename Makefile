@@ -7,10 +7,11 @@
 #   make test     install what is missing, run every test suite
 #   make bench    install what is missing, build, run the IPC benchmark
 #   make bench-static  zchttpd vs nginx vs h2o vs the floor with wrk, 0.5 CPU per server (about 35 minutes)
+#   make bench-fastcgi zchttpd + FastCGI (zero-copy, socket, php-fpm) vs nginx, 0.5 CPU per configuration (about 60 minutes)
 #   make deps     install what is missing (Debian packages, .venv)
 #   make clean    remove the build trees
 
-.PHONY: all build deps run test bench bench-static clean
+.PHONY: all build deps run test bench bench-static bench-fastcgi clean
 
 all: build
 
@@ -31,6 +32,9 @@ bench: deps build
 
 bench-static: deps build
 	bench/zcbench static
+
+bench-fastcgi: deps build
+	bench/zcbench fastcgi
 
 clean:
 	rm -rf build build-asan

@@ -1,4 +1,4 @@
-"""zcbench's command line: `zcbench ipc|static|load ...`.
+"""zcbench's command line: `zcbench ipc|static|fastcgi|preload|load ...`.
 
 Exit status: 0 success, 1 the benchmark failed (a server did not start, wrk
 errors above the threshold, a load check failed), 2 bad usage.
@@ -148,7 +148,39 @@ def build_parser():
     ld.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     from .preload_cli import add_parser as add_preload_parser
     pre = add_preload_parser(sub, _list, _duration, _positive, _fraction)
-    p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc, "pool": po, "preload": pre}
+    from .fastcgi import CONFIGS, DEFAULT_SIZES
+    fc = sub.add_parser(
+        "fastcgi", help="dynamic content: zchttpd + FastCGI (zero-copy and standard) vs nginx, "
+                        "static and php-fpm (IO-Lite Figures 5/6)",
+        description="Serve ?size=N from zcgen (cgi/apps/zcgen.c) behind zchttpd on the zero-copy "
+                    "transport and on a standard UNIX socket, behind nginx on Debian's libfcgi, "
+                    "and from php-fpm behind both; and the same sizes as static files from "
+                    "zchttpd and nginx.  Every configuration (server, workers and applications) "
+                    "runs in one cgroup with a CPU quota of --server-cpu on the last CPU, wrk on "
+                    "the others; interleaved runs; client-bound runs are left out of the medians. "
+                    "Print medians, zc-gen-zc's ratios and the issue's bars; write "
+                    "results.csv/summary.csv/results.json and fastcgi-<mode>.png into --out.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    fc.add_argument("--configs", type=_list(CONFIGS), default=",".join(CONFIGS),
+                    help="configurations to compare")
+    fc.add_argument("--server-cpu", type=_fraction, default="0.5",
+                    help="CPU budget of every configuration, a fraction of one CPU; 0: no quota")
+    fc.add_argument("--sizes", type=_sizes, default=DEFAULT_SIZES, help="response sizes (k = 1024 bytes)")
+    fc.add_argument("--modes", type=_list(("keepalive", "close")), default="keepalive,close",
+                    help="keepalive: persistent connections; close: one request per connection")
+    fc.add_argument("--runs", type=_positive, default=5, help="interleaved repetitions (median reported)")
+    fc.add_argument("--duration", type=_duration, default="5s", help="wrk duration per point")
+    fc.add_argument("--connections", type=_positive, default=50, help="wrk connections (-c)")
+    fc.add_argument("--workers", type=_positive, default=1, help="workers of every server")
+    fc.add_argument("--apps", type=_positive, default=1,
+                    help="FastCGI application processes of every dynamic configuration")
+    fc.add_argument("--out", default=None, help="result directory (default build/bench/fastcgi-<timestamp>)")
+    fc.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    fc.add_argument("--no-plot", action="store_true", help="skip the PNG figures")
+    fc.add_argument("--no-pin", dest="pin", action="store_false",
+                    help="do not pin the servers and wrk to separate CPUs")
+    p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc, "pool": po, "preload": pre,
+                  "fastcgi": fc}
     return p
 
 
@@ -189,6 +221,39 @@ def cmd_static(a):
         print()
     else:
         print(text)
+    print(f"zcbench: results in {a.out}" + (f" ({', '.join(os.path.basename(f) for f in figs)})"
+                                             if figs else ""), file=sys.stderr)
+    for msg in problems:
+        print(f"zcbench: errors: {msg}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_fastcgi(a):
+    from . import fastcgi, report
+    a.duration_s = a.duration
+    if a.out is None:
+        a.out = os.path.join(build_dir(), "bench", "fastcgi-" + time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(a.out, exist_ok=True)
+    meta, rows, summary, ratios, problems = fastcgi.run(a)
+    peers = [c for c in a.configs if c != fastcgi.REFERENCE]
+    report.write_all(a.out, meta, rows, summary, ratios, fastcgi.REFERENCE, peers)
+    figs = []
+    if not a.no_plot:
+        try:
+            figs = report.plot(a.out, summary, a.configs, note=report.budget_note(meta),
+                               what="fastcgi", style=fastcgi.STYLE)
+        except ImportError:
+            print("zcbench: matplotlib missing (run ci/deps.sh): no PNG figures", file=sys.stderr)
+    if a.json:
+        n_cb, n_runs = report.client_bound_count(rows)
+        json.dump({"summary": summary, "ratios": ratios, "problems": problems, "out": a.out,
+                   "bars": fastcgi.bars(summary), "client_bound_runs": n_cb, "runs": n_runs,
+                   "budget": meta.get("budget")}, sys.stdout, indent=1)
+        print()
+    else:
+        print(report.table(summary, ratios, a.configs, rows, budget=a.server_cpu,
+                           reference=fastcgi.REFERENCE))
+        print(fastcgi.bars_table(summary))
     print(f"zcbench: results in {a.out}" + (f" ({', '.join(os.path.basename(f) for f in figs)})"
                                              if figs else ""), file=sys.stderr)
     for msg in problems:
@@ -289,6 +354,8 @@ def main(argv=None):
             return cmd_syscalls(a)
         if a.cmd == "pool":
             return cmd_pool(a)
+        if a.cmd == "fastcgi":
+            return cmd_fastcgi(a)
         if a.cmd == "preload":
             from . import preload_cli
             return preload_cli.cmd_preload(a)
