@@ -98,8 +98,6 @@ int cache_create(const struct cache_config *cfg, int rootfd,
 	struct gds_config g = {
 		.budget = cfg->budget,
 		.max_entries = cfg->max_entries,
-		.cost = cfg->cost,
-		.freq = cfg->freq,
 		.evict = on_evict,
 	};
 	struct cache *c;
@@ -108,6 +106,7 @@ int cache_create(const struct cache_config *cfg, int rootfd,
 	*out = NULL;
 	if (!cfg->budget || !cfg->max_entries)
 		return -EINVAL;
+	gds_policy_apply(cfg->policy ? cfg->policy : gds_policy_find("gdsf"), &g);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;

@@ -58,8 +58,7 @@ struct cache_config {
 	uint32_t max_entries;		/* bounds open descriptors too */
 	uint64_t small_max;		/* bodies up to this are held in memory */
 	unsigned ttl_ms;
-	enum gds_cost cost;
-	bool freq;			/* GDSF */
+	const struct gds_policy *policy;	/* gds.h's table; NULL: gdsf */
 };
 
 struct cache_stats {

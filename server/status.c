@@ -38,8 +38,9 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		"\"total\":%llu,\"refused\":%llu,\"timeouts\":%llu},"
 		"\"zero_copy\":{\"bytes_by_reference\":%llu,"
 		"\"bytes_copied\":%llu},"
-		"\"cache\":{\"hits\":%llu,\"misses\":%llu,"
+		"\"cache\":{\"policy\":\"%s\",\"hits\":%llu,\"misses\":%llu,"
 		"\"revalidations\":%llu,\"stale\":%llu,\"evictions\":%llu,"
+		"\"not_admitted\":%llu,"
 		"\"bytes\":%llu,\"entries\":%llu,\"pinned\":%llu},"
 		"\"backend\":\"%s\"}\n",
 		w->nworkers, U(t->requests), U(t->responses[1]),
@@ -47,13 +48,16 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		U(t->responses[5]), U(t->bytes_sent), U(t->conns_open),
 		U(t->conns_total), U(t->conns_refused), U(t->timeouts),
 		U(t->zc_bytes_by_reference), U(t->zc_bytes_copied),
+		w->cfg->cache_policy->name,
 		U(t->cache.hits), U(t->cache.misses), U(t->cache.revalidations),
-		U(t->cache.stale), U(t->cache.evictions), U(t->cache.bytes),
+		U(t->cache.stale), U(t->cache.evictions),
+		U(t->cache.not_admitted), U(t->cache.bytes),
 		U(t->cache.entries), U(t->cache.pinned_entries),
 		zc_backend_name());
 }
 
-static int render_prometheus(const struct worker_stats *t, char *b, size_t n)
+static int render_prometheus(const struct zh_worker *w,
+			     const struct worker_stats *t, char *b, size_t n)
 {
 	size_t k = 0;
 
@@ -89,6 +93,10 @@ static int render_prometheus(const struct worker_stats *t, char *b, size_t n)
 	  U(t->cache.hits));
 	P("zchttpd_cache_lookups_total{result=\"miss\"} %llu\n",
 	  U(t->cache.misses));
+	P("# TYPE zchttpd_cache_policy_info gauge\n");
+	P("zchttpd_cache_policy_info{policy=\"%s\"} 1\n", w->cfg->cache_policy->name);
+	P("# TYPE zchttpd_cache_not_admitted_total counter\n");
+	P("zchttpd_cache_not_admitted_total %llu\n", U(t->cache.not_admitted));
 	P("# TYPE zchttpd_cache_evictions_total counter\n");
 	P("zchttpd_cache_evictions_total %llu\n", U(t->cache.evictions));
 	P("# TYPE zchttpd_cache_bytes gauge\n");
@@ -120,7 +128,7 @@ int status_serve(struct zh_request *r)
 	w->stats->zc_bytes_by_reference = io.bytes_by_reference;
 	w->stats->zc_bytes_copied = io.bytes_copied;
 	stats_sum(w->all_stats, &t);
-	n = prom ? render_prometheus(&t, body, sizeof(body))
+	n = prom ? render_prometheus(w, &t, body, sizeof(body))
 		 : render_json(w, &t, body, sizeof(body));
 	if (n < 0 || (size_t)n >= sizeof(body))
 		return 500;

@@ -148,7 +148,7 @@ int worker_run(struct zh_worker *w)
 		.max_entries = 8192,
 		.small_max = cfg->cache_small_max,
 		.ttl_ms = cfg->cache_ttl_ms,
-		.cost = GDS_COST_ONE,
+		.policy = cfg->cache_policy,
 	};
 	err = cache_create(&cc, w->rootfd, &w->cache);
 	if (err)

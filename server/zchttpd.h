@@ -42,6 +42,7 @@ struct zh_config {
 	uint64_t cache_bytes;		/* unified cache budget per worker */
 	unsigned cache_ttl_ms;		/* revalidate entries older than this */
 	uint64_t cache_small_max;	/* bodies up to this live in memory */
+	const struct gds_policy *cache_policy;	/* replacement (gds.h) */
 	unsigned io_threads;		/* helper threads per worker (0: none) */
 	struct zh_fcgi_route *fcgi;	/* FastCGI routes (fastcgi.h), in order */
 	unsigned nfcgi;

@@ -54,7 +54,7 @@ teardown() {
 	run "$SIM" --trace "$TMP/t.txt" --policy gds1,arc
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"unknown policy 'arc'"* ]]
-	[[ "$output" == *"gds1 gdsp gdsf lru sieve s3fifo"* ]]
+	[[ "$output" == *"gds1 gdsp gdsf gdsf-all lru sieve s3fifo"* ]]
 }
 
 @test "bad cache sizes (exit 2)" {
@@ -126,10 +126,10 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["requests"] == 9 and d["objects"] == 4 and d["unique_bytes"] == 9200
 assert d["metadata"] == {"generator": "hand-written"}
-assert len(d["results"]) == 18
+assert len(d["results"]) == 21
 big = [r for r in d["results"] if r["cache_size"] == "64K"]
 assert all(r["hit_ratio"] == d["ceiling"]["hit_ratio"] for r in big), big
-assert {r["policy"] for r in d["results"]} == {"gds1","gdsp","gdsf","lru","sieve","s3fifo"}
+assert {r["policy"] for r in d["results"]} == {"gds1","gdsp","gdsf","gdsf-all","lru","sieve","s3fifo"}
 print("ok")' "$TMP/r.json"
 	echo "$output"
 	[ "$status" -eq 0 ]

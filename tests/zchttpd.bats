@@ -303,6 +303,98 @@ PY
 	python3 -c 'import json,sys; c=json.loads(sys.argv[1])["cache"]; assert c["evictions"] > 0 and c["hits"] > 0 and c["bytes"] <= 65536, c' "$output"
 }
 
+# cache counters and policy name from the status endpoint, one line.
+cache_status() {
+	curl -s "http://127.0.0.1:$PORT/.zc/status" | python3 -c 'import json,sys; c=json.load(sys.stdin)["cache"]; print(c["policy"], c["hits"], c["misses"], c["evictions"], c["not_admitted"], c["bytes"], c["entries"])'
+}
+
+@test "--cache-policy: every policy serves the same bytes and the status endpoint names it" {
+	teardown
+	for i in $(seq 30); do head -c $((1000 + i * 997)) /dev/urandom > "$ROOT/f$i.bin"; done
+	for pol in gds1 gdsp gdsf gdsf-all lru; do
+		start_server --cache-policy "$pol" --cache-size 64k --cache-small-max 16k --workers 1
+		read -r _ h0 m0 _ < <(cache_status)	# start_server's probe of /
+		for round in 1 2; do
+			for i in $(seq 30); do
+				[ "$(curl -s "http://127.0.0.1:$PORT/f$i.bin" | sha256sum)" = "$(sha256sum < "$ROOT/f$i.bin")" ]
+			done
+		done
+		read -r name hits misses evictions not_admitted bytes entries < <(cache_status)
+		echo "$pol: $hits $misses $evictions $not_admitted $bytes $entries"
+		[ "$name" = "$pol" ]
+		[ "$((hits + misses - h0 - m0))" -eq 60 ]	# one lookup per request
+		[ "$((misses - m0))" -ge 30 ]	# the first round
+		[ "$((evictions + not_admitted))" -gt 0 ]	# 64k cannot hold them all
+		[ "$bytes" -le 65536 ] && [ "$entries" -gt 0 ]
+		run curl -s "http://127.0.0.1:$PORT/.zc/status?format=prometheus"
+		[[ "$output" == *"zchttpd_cache_policy_info{policy=\"$pol\"} 1"* ]]
+		stop_server
+	done
+	start_server --workers 1
+	read -r name _ < <(cache_status)
+	[ "$name" = gdsf ]	# the default
+}
+
+# What tells the policies apart in the server: under gdsf a newcomer worth
+# less than every cached entry is not admitted (it competes, as in
+# libCacheSim); LRU admits every miss that fits.  A small body is charged
+# 4608 bytes (512 + a 4 KiB pool buffer): index.html and thirteen small
+# files, each requested twice (H 2/4608), fill 64512 of 65536 bytes; the
+# newcomer's H, 1/4608, is below them all.  (A body the pool cannot hold is
+# served from its file and charged 512 bytes only, so the newcomer is small.)
+@test "--cache-policy gdsf turns away a newcomer that lru admits" {
+	teardown
+	for i in $(seq 14); do head -c 1000 /dev/urandom > "$ROOT/s$i.bin"; done
+	for pol in gdsf lru; do
+		start_server --cache-policy "$pol" --cache-size 64k --cache-small-max 16k --workers 1
+		curl -s -o /dev/null "http://127.0.0.1:$PORT/"	# its second request
+		for round in 1 2; do
+			for i in $(seq 13); do curl -s -o /dev/null "http://127.0.0.1:$PORT/s$i.bin"; done
+		done
+		read -r _ _ _ ev0 na0 bytes entries < <(cache_status)
+		[ "$ev0" -eq 0 ] && [ "$na0" -eq 0 ] && [ "$entries" -eq 14 ]
+		[ "$(curl -s "http://127.0.0.1:$PORT/s14.bin" | sha256sum)" = "$(sha256sum < "$ROOT/s14.bin")" ]
+		read -r _ _ _ ev1 na1 _ < <(cache_status)
+		echo "$pol: evictions $ev0 -> $ev1, not admitted $na0 -> $na1"
+		if [ "$pol" = gdsf ]; then
+			[ "$na1" -eq 1 ] && [ "$ev1" -eq 0 ]
+		else
+			[ "$na1" -eq 0 ] && [ "$ev1" -eq 1 ]
+		fi
+		stop_server
+	done
+}
+
+@test "--cache-policy: config file, and bad values exit 2 with usage" {
+	teardown
+	printf 'root %s\nworkers 1\ncache-policy lru\n' "$ROOT" > "$BATS_TEST_TMPDIR/p.conf"
+	PORT=$(free_port)
+	"$ZCHTTPD" --config "$BATS_TEST_TMPDIR/p.conf" --listen "127.0.0.1:$PORT" \
+		2>"$BATS_TEST_TMPDIR/server.err" &
+	PID=$!
+	for _ in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break
+		sleep 0.05
+	done
+	read -r name _ < <(cache_status)
+	[ "$name" = lru ]
+	stop_server
+
+	run "$ZCHTTPD" --root /tmp --cache-policy arc
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown cache policy 'arc' (known: gds1 gdsp gdsf gdsf-all lru)"* ]]
+	[[ "$output" == *usage:* ]]
+	run "$ZCHTTPD" --root /tmp --cache-policy=GDSF
+	[ "$status" -eq 2 ]; [[ "$output" == *"unknown cache policy 'GDSF'"* ]]
+	run "$ZCHTTPD" --root /tmp --cache-policy
+	[ "$status" -eq 2 ]; [[ "$output" == *"needs a value"* ]]
+	printf 'root /tmp\ncache-policy sieve\n' > "$BATS_TEST_TMPDIR/bad.conf"
+	run "$ZCHTTPD" --config "$BATS_TEST_TMPDIR/bad.conf"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown cache policy 'sieve'"* ]]
+	[[ "$output" == *"bad.conf line 2"* ]]
+}
+
 @test "unified cache: replaced and deleted files are noticed within the TTL" {
 	teardown
 	start_server --cache-ttl 200 --workers 1

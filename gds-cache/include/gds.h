@@ -17,6 +17,18 @@
  *     GDS_COST_PACKETS   2 + size/536: TCP packets, the network traffic
  *     GDS_COST_CALLER    the cost passed to gds_insert/gds_access (for
  *                        example a measured miss latency)
+ *     GDS_COST_SIZE      cost = size: every H is L + 1, so (H, seq) is the
+ *                        order of last touch and GDS is exactly LRU
+ *
+ * Admission.  By default every miss that fits is admitted: room is made
+ * first, then H(p) is computed with the raised L (Cao and Irani).  With
+ * `compete` the newcomer takes part in the eviction it causes instead --
+ * the order libCacheSim's GDSF uses: H(p) = L + ... with L from *before*
+ * the evictions, p goes into the heap, then minimum-(H, seq) entries leave
+ * until the cache fits.  If p itself becomes the minimum it leaves at once
+ * (not admitted: -ENOSPC) and L rises to its H, so a newcomer worth less
+ * than what it would displace does not displace it.  The entries that were
+ * worth even less than p and left before it stay evicted.
  *
  * Ties.  Entries with equal H leave in the order of their last touch
  * (insert or hit): the least recently touched goes first.  Every touch takes
@@ -47,6 +59,7 @@
 #define GDS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -57,6 +70,7 @@ enum gds_cost {
 	GDS_COST_ONE = 0,	/* GDS(1) */
 	GDS_COST_PACKETS = 1,	/* GDS(packets): 2 + size / 536 */
 	GDS_COST_CALLER = 2,	/* the cost argument of insert/access */
+	GDS_COST_SIZE = 3,	/* cost = size: LRU */
 };
 
 /* Position of an entry that is not in the heap. */
@@ -95,6 +109,7 @@ struct gds_config {
 	uint32_t max_entries;	/* heap slots; a second, hard budget */
 	enum gds_cost cost;
 	bool freq;		/* GDSF instead of GDS */
+	bool compete;		/* the newcomer competes (see Admission) */
 	gds_evict_fn evict;	/* may be NULL */
 	void *evict_arg;
 };
@@ -118,10 +133,40 @@ struct gds {			/* opaque in spirit: use the functions */
 	uint64_t seq;
 	enum gds_cost cost;
 	bool freq;
+	bool compete;
 	gds_evict_fn evict;
 	void *evict_arg;
 	struct gds_stats st;
 };
+
+/*
+ * The named policies: the one list of names that gdssim's --policy and
+ * zchttpd's --cache-policy accept, and the configuration each stands for.
+ */
+struct gds_policy {
+	const char *name;	/* "gdsf" */
+	const char *label;	/* "GDSF" */
+	enum gds_cost cost;
+	bool freq, compete;
+};
+
+extern const struct gds_policy gds_policies[];
+extern const unsigned gds_npolicies;
+
+/* The policy called `name`, or NULL. */
+const struct gds_policy *gds_policy_find(const char *name);
+
+/* The names, separated by `sep`, into buf (cut to len); returns buf. */
+char *gds_policy_names(char *buf, size_t len, const char *sep);
+
+/* Copy a policy's cost, freq and compete into a configuration. */
+static inline void gds_policy_apply(const struct gds_policy *p,
+				    struct gds_config *cfg)
+{
+	cfg->cost = p->cost;
+	cfg->freq = p->freq;
+	cfg->compete = p->compete;
+}
 
 /* Results: >= 0 success, < 0 -errno. */
 #define GDS_OK 0
@@ -148,9 +193,14 @@ void gds_destroy(struct gds *c);
  * its H with the raised L.
  *   GDS_OK           inserted
  *   GDS_OVER_BUDGET  inserted with GDS_FORCE; pinned bytes exceed budget
- *   -ENOSPC          not inserted (size > budget, or the pinned bytes leave
- *                    no room, or all max_entries slots are pinned); nothing
- *                    was evicted
+ *   -ENOSPC          not inserted: size > budget, or the pinned bytes leave
+ *                    no room, or all max_entries slots are pinned (nothing
+ *                    was evicted); or, with `compete`, the newcomer was the
+ *                    least valuable entry (entries worth less than it may
+ *                    have been evicted first, and L rose to its H).  A
+ *                    newcomer inserted with GDS_PIN cannot be evicted, and
+ *                    GDS_FORCE asks for admission whatever it costs: with
+ *                    either flag it does not compete.
  *   -EINVAL          already cached, size 0, bad cost
  */
 int gds_insert(struct gds *c, struct gds_entry *e, uint64_t size,

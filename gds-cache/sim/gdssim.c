@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gds.h"
 #include "gds_trace.h"
 #include "sim.h"
 
@@ -36,18 +37,52 @@
 
 #define EXIT_USAGE 2	/* bad arguments or bad input */
 
-static const struct policy {
+/* A policy is a libgds one (gds.h's gds_policies, the names zchttpd's
+ * --cache-policy takes too) or one of the yardsticks written here. */
+struct policy {
 	const char *name, *label;
-	sim_fn run;
-} policies[] = {
-	{ "gds1", "GDS(1)", sim_gds1 },
-	{ "gdsp", "GDS(packets)", sim_gdsp },
-	{ "gdsf", "GDSF", sim_gdsf },
-	{ "lru", "LRU", sim_lru },
-	{ "sieve", "SIEVE", sim_sieve },
-	{ "s3fifo", "S3-FIFO", sim_s3fifo },
+	sim_fn run;			/* a yardstick, or */
+	const struct gds_policy *gds;	/* a libgds policy */
 };
-#define NPOLICIES (sizeof(policies) / sizeof(policies[0]))
+
+static const struct policy yardsticks[] = {
+	{ "sieve", "SIEVE", sim_sieve, NULL },
+	{ "s3fifo", "S3-FIFO", sim_s3fifo, NULL },
+};
+#define NYARDSTICKS (sizeof(yardsticks) / sizeof(yardsticks[0]))
+#define MAX_POLICIES 32
+
+static struct policy policies[MAX_POLICIES];
+static size_t npolicies;
+static char policy_names[512];	/* "gds1 gdsp ... s3fifo" for messages */
+
+static void init_policies(void)
+{
+	size_t k = 0;
+
+	if (npolicies)
+		return;		/* usage() may come first */
+	for (unsigned i = 0; i < gds_npolicies && npolicies < MAX_POLICIES; i++)
+		policies[npolicies++] = (struct policy){
+			gds_policies[i].name, gds_policies[i].label, NULL,
+			&gds_policies[i] };
+	for (size_t i = 0; i < NYARDSTICKS && npolicies < MAX_POLICIES; i++)
+		policies[npolicies++] = yardsticks[i];
+	for (size_t i = 0; i < npolicies; i++) {
+		int n = snprintf(policy_names + k, sizeof(policy_names) - k,
+				 "%s%s", i ? " " : "", policies[i].name);
+
+		if (n < 0 || (size_t)n >= sizeof(policy_names) - k)
+			break;
+		k += (size_t)n;
+	}
+}
+
+static int run_policy(const struct policy *p, const struct sim_trace *t,
+		      uint64_t cap, struct sim_result *r)
+{
+	return p->gds ? sim_gds(t, cap, p->gds, r) : p->run(t, cap, r);
+}
 
 #define DEFAULT_POLICIES "gds1,gdsp,gdsf,lru,sieve,s3fifo"
 #define DEFAULT_SIZES "1%,2%,5%,10%"
@@ -61,6 +96,7 @@ struct size_spec {
 
 static void usage(FILE *out)
 {
+	init_policies();
 	fprintf(out,
 "usage: gdssim --trace FILE [options]\n"
 "\n"
@@ -68,7 +104,7 @@ static void usage(FILE *out)
 "policies and report object and byte hit ratios.\n"
 "\n"
 "  -t, --trace FILE        the trace (\"-\" reads stdin)\n"
-"  -p, --policy LIST       comma-separated, from: gds1 gdsp gdsf lru sieve s3fifo\n"
+"  -p, --policy LIST       comma-separated, from: %s\n"
 "                          or \"all\" (default: %s)\n"
 "  -s, --cache-size LIST   comma-separated sizes: a percentage of the trace's\n"
 "                          unique bytes (5%%, 0.5%%) or bytes with an optional\n"
@@ -82,7 +118,7 @@ static void usage(FILE *out)
 "  -h, --help              this text\n"
 "\n"
 "Exit status: 0 ok, 1 failure while running (plotting, memory), 2 bad\n"
-"arguments or bad trace.\n", DEFAULT_POLICIES, DEFAULT_SIZES);
+"arguments or bad trace.\n", policy_names, DEFAULT_POLICIES, DEFAULT_SIZES);
 }
 
 static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -522,6 +558,7 @@ int main(int argc, char **argv)
 	struct sim_trace t;
 	struct sim_result inf;
 
+	init_policies();
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":t:p:s:h", opts, NULL)) != -1) {
 		switch (ch) {
@@ -546,7 +583,7 @@ int main(int argc, char **argv)
 
 	/* Validate every argument before the (long) trace load. */
 	if (strcmp(policy_arg, "all") == 0) {
-		for (size_t i = 0; i < NPOLICIES; i++)
+		for (size_t i = 0; i < npolicies; i++)
 			pol[npol++] = &policies[i];
 	} else {
 		int n = split_list(policy_arg, items, "policy");
@@ -554,12 +591,12 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++) {
 			size_t j;
 
-			for (j = 0; j < NPOLICIES; j++)
+			for (j = 0; j < npolicies; j++)
 				if (strcmp(items[i], policies[j].name) == 0)
 					break;
-			if (j == NPOLICIES)
-				die_usage("unknown policy '%s' (known: gds1 gdsp gdsf lru sieve s3fifo, or all)",
-					  items[i]);
+			if (j == npolicies)
+				die_usage("unknown policy '%s' (known: %s, or all)",
+					  items[i], policy_names);
 			for (int k = 0; k < npol; k++)
 				if (pol[k] == &policies[j])
 					die_usage("policy '%s' listed twice", items[i]);
@@ -594,7 +631,7 @@ int main(int argc, char **argv)
 		for (int p = 0; p < npol; p++, k++) {
 			rows[k].p = pol[p];
 			rows[k].sz = &sizes[s];
-			if (pol[p]->run(&t, sizes[s].bytes, &rows[k].r) < 0)
+			if (run_policy(pol[p], &t, sizes[s].bytes, &rows[k].r) < 0)
 				die(1, "out of memory");
 		}
 	}

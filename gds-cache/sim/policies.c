@@ -1,10 +1,10 @@
 /* policies.c - the replacement policies gdssim compares.
  *
- * The GDS family runs through libgds itself (what zchttpd will use), not a
- * copy of it.  The yardsticks are written here, byte-budgeted, over
- * intrusive doubly-linked queues on per-object arrays:
+ * The GDS family and LRU (GDS with cost = size) run through libgds itself,
+ * what zchttpd runs, not a copy of it.  The other yardsticks are written
+ * here, byte-budgeted, over intrusive doubly-linked queues on per-object
+ * arrays:
  *
- *   LRU     evict the least recently used.
  *   SIEVE   (Zhang et al., NSDI'24) one FIFO queue and a "visited" bit; a
  *           hand sweeps from the oldest end toward the newest, clearing
  *           visited bits and evicting the first unvisited object.  Hits
@@ -36,17 +36,17 @@ static double now(void)
 
 /* ------------------------------------------------------------- GDS family */
 
-static int run_gds(const struct sim_trace *t, uint64_t cap, enum gds_cost cost,
-		   bool freq, struct sim_result *r)
+int sim_gds(const struct sim_trace *t, uint64_t cap,
+	    const struct gds_policy *p, struct sim_result *r)
 {
 	struct gds_config cfg = {
 		.budget = cap, .max_entries = t->nobj ? t->nobj : 1,
-		.cost = cost, .freq = freq,
 	};
 	struct gds_entry *e = malloc((t->nobj ? t->nobj : 1) * sizeof(*e));
 	struct gds c;
 	double t0;
 
+	gds_policy_apply(p, &cfg);
 	if (!e || gds_init(&c, &cfg) < 0) {
 		free(e);
 		return -ENOMEM;
@@ -63,21 +63,6 @@ static int run_gds(const struct sim_trace *t, uint64_t cap, enum gds_cost cost,
 	gds_destroy(&c);
 	free(e);
 	return 0;
-}
-
-int sim_gds1(const struct sim_trace *t, uint64_t cap, struct sim_result *r)
-{
-	return run_gds(t, cap, GDS_COST_ONE, false, r);
-}
-
-int sim_gdsp(const struct sim_trace *t, uint64_t cap, struct sim_result *r)
-{
-	return run_gds(t, cap, GDS_COST_PACKETS, false, r);
-}
-
-int sim_gdsf(const struct sim_trace *t, uint64_t cap, struct sim_result *r)
-{
-	return run_gds(t, cap, GDS_COST_ONE, true, r);
 }
 
 /* ---------------------------------------------------- queues over arrays */
@@ -156,48 +141,6 @@ static void q_unlink(struct queue *q, struct objs *o, uint32_t x)
 	q->bytes -= o->csize[x];
 	o->csize[x] = 0;
 	o->where[x] = Q_NONE;
-}
-
-/* ------------------------------------------------------------------- LRU */
-
-int sim_lru(const struct sim_trace *t, uint64_t cap, struct sim_result *r)
-{
-	struct objs o;
-	struct queue q;
-	double t0;
-
-	if (objs_alloc(&o, t->nobj) < 0) {
-		objs_free(&o);
-		return -ENOMEM;
-	}
-	q_init(&q);
-	*r = (struct sim_result){ 0 };
-	t0 = now();
-	for (size_t i = 0; i < t->n; i++) {
-		uint32_t x = t->obj[i];
-		uint64_t s = t->size[i];
-
-		if (o.where[x] != Q_NONE) {
-			if (o.csize[x] == s) {
-				r->hits++;
-				r->bytes_hit += s;
-				q_unlink(&q, &o, x);
-				q_push_head(&q, &o, x, s, Q_MAIN);
-				continue;
-			}
-			q_unlink(&q, &o, x);
-		}
-		if (s > cap)
-			continue;
-		while (q.bytes + s > cap) {
-			q_unlink(&q, &o, q.tail);
-			r->evictions++;
-		}
-		q_push_head(&q, &o, x, s, Q_MAIN);
-	}
-	r->seconds = now() - t0;
-	objs_free(&o);
-	return 0;
 }
 
 /* ----------------------------------------------------------------- SIEVE */

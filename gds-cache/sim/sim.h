@@ -41,10 +41,11 @@ struct sim_result {
 typedef int (*sim_fn)(const struct sim_trace *t, uint64_t cache_bytes,
 		      struct sim_result *r);
 
-int sim_gds1(const struct sim_trace *t, uint64_t cap, struct sim_result *r);
-int sim_gdsp(const struct sim_trace *t, uint64_t cap, struct sim_result *r);
-int sim_gdsf(const struct sim_trace *t, uint64_t cap, struct sim_result *r);
-int sim_lru(const struct sim_trace *t, uint64_t cap, struct sim_result *r);
+struct gds_policy;
+/* A libgds policy (gds.h's gds_policies: gds1 gdsp gdsf gdsf-all lru),
+ * run through libgds itself. */
+int sim_gds(const struct sim_trace *t, uint64_t cap,
+	    const struct gds_policy *p, struct sim_result *r);
 int sim_sieve(const struct sim_trace *t, uint64_t cap, struct sim_result *r);
 int sim_s3fifo(const struct sim_trace *t, uint64_t cap, struct sim_result *r);
 /* The ceiling: an infinite cache (cap ignored). */

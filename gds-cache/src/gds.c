@@ -13,9 +13,50 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gds.h"
+
+/* gds1, gdsp and lru admit every miss (Cao and Irani's GreedyDual-Size);
+ * gdsf is GDSF as libCacheSim runs it, the newcomer competing (gds.h,
+ * Admission; docs/gds-cache.md has the comparison), and zchttpd's default;
+ * gdsf-all is the same GDSF admitting every miss, as gdssim ran it before. */
+const struct gds_policy gds_policies[] = {
+	{ "gds1", "GDS(1)", GDS_COST_ONE, false, false },
+	{ "gdsp", "GDS(packets)", GDS_COST_PACKETS, false, false },
+	{ "gdsf", "GDSF", GDS_COST_ONE, true, true },
+	{ "gdsf-all", "GDSF-all", GDS_COST_ONE, true, false },
+	{ "lru", "LRU", GDS_COST_SIZE, false, false },
+};
+const unsigned gds_npolicies = sizeof(gds_policies) / sizeof(gds_policies[0]);
+
+const struct gds_policy *gds_policy_find(const char *name)
+{
+	for (unsigned i = 0; name && i < gds_npolicies; i++)
+		if (strcmp(name, gds_policies[i].name) == 0)
+			return &gds_policies[i];
+	return NULL;
+}
+
+char *gds_policy_names(char *buf, size_t len, const char *sep)
+{
+	size_t k = 0;
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < gds_npolicies && k < len; i++) {
+		int n = snprintf(buf + k, len - k, "%s%s", i ? sep : "",
+				 gds_policies[i].name);
+
+		if (n < 0)
+			break;
+		k += (size_t)n;
+	}
+	return buf;
+}
 
 /* Eviction order: lower H first, then the older touch. */
 static inline bool before(const struct gds_entry *a, const struct gds_entry *b)
@@ -92,6 +133,8 @@ double gds_cost_of(enum gds_cost kind, uint64_t size, double caller_cost)
 		return 1.0;
 	case GDS_COST_PACKETS:
 		return 2.0 + (double)size / 536.0;
+	case GDS_COST_SIZE:
+		return (double)size;
 	case GDS_COST_CALLER:
 	default:
 		return caller_cost;
@@ -112,17 +155,20 @@ int gds_init(struct gds *c, const struct gds_config *cfg)
 {
 	if (!c || !cfg || cfg->budget == 0 || cfg->max_entries == 0 ||
 	    cfg->max_entries >= GDS_IDX_PINNED ||
-	    (unsigned)cfg->cost > GDS_COST_CALLER)
+	    (unsigned)cfg->cost > GDS_COST_SIZE)
 		return -EINVAL;
 	*c = (struct gds){
 		.max_entries = cfg->max_entries,
 		.budget = cfg->budget,
 		.cost = cfg->cost,
 		.freq = cfg->freq,
+		.compete = cfg->compete,
 		.evict = cfg->evict,
 		.evict_arg = cfg->evict_arg,
 	};
-	c->heap = calloc(cfg->max_entries, sizeof(*c->heap));
+	/* One slot more than max_entries: a competing newcomer is pushed
+	 * before the eviction that makes its slot. */
+	c->heap = calloc((size_t)cfg->max_entries + 1, sizeof(*c->heap));
 	return c->heap ? 0 : -ENOMEM;
 }
 
@@ -175,6 +221,34 @@ static int over_budget_result(struct gds *c)
 	return GDS_OVER_BUDGET;
 }
 
+/* gds.h, Admission: H with the L of before, into the heap, then evict
+ * until the cache fits -- the newcomer too if it is the minimum.  It loses
+ * every tie, having the newest seq.  A lost newcomer is no eviction: the
+ * caller still owns it, so no callback either. */
+static int insert_competing(struct gds *c, struct gds_entry *e)
+{
+	touch(c, e);
+	c->st.bytes += e->size;
+	c->st.entries++;
+	heap_push(c, e);
+	while ((c->st.bytes > c->budget || c->st.entries > c->max_entries) &&
+	       c->n > 0) {
+		if (c->heap[0] != e) {
+			evict_root(c);
+			continue;
+		}
+		if (e->h > c->L)
+			c->L = e->h;
+		heap_delete(c, e);
+		e->idx = GDS_IDX_NONE;
+		c->st.bytes -= e->size;
+		c->st.entries--;
+		c->st.not_admitted++;
+		return -ENOSPC;
+	}
+	return over_budget_result(c);
+}
+
 int gds_insert(struct gds *c, struct gds_entry *e, uint64_t size,
 	       double cost, unsigned flags)
 {
@@ -195,14 +269,16 @@ int gds_insert(struct gds *c, struct gds_entry *e, uint64_t size,
 		c->st.not_admitted++;
 		return -ENOSPC;
 	}
-	make_room(c, size);
-	if (c->st.entries == c->max_entries)
-		evict_root(c);	/* c->n > 0 was checked above */
-
 	e->size = size;
 	e->cost = gds_cost_of(c->cost, size, cost);
 	e->freq = 1;
 	e->pins = 0;
+	if (c->compete && !(flags & (GDS_PIN | GDS_FORCE)))
+		return insert_competing(c, e);
+	make_room(c, size);
+	if (c->st.entries == c->max_entries)
+		evict_root(c);	/* c->n > 0 was checked above */
+
 	touch(c, e);
 	c->st.bytes += size;
 	c->st.entries++;

@@ -503,6 +503,169 @@ static void test_callback_frees(void **state)
 	gds_destroy(&c);
 }
 
+/* A GDSF cache whose newcomers compete (gds.h, Admission). */
+static void setup_competing(struct gds *c, uint64_t budget, uint32_t max)
+{
+	struct gds_config cfg = {
+		.budget = budget, .max_entries = max, .cost = GDS_COST_ONE,
+		.freq = true, .compete = true,
+		.evict = record, .evict_arg = &evicted,
+	};
+
+	memset(&evicted, 0, sizeof(evicted));
+	for (int i = 0; i < 26; i++) {
+		objs[i].name = (char)('A' + i);
+		gds_entry_init(&objs[i].e);
+	}
+	assert_int_equal(gds_init(c, &cfg), 0);
+}
+
+/*
+ * Budget 128, H in 128ths.
+ *   A 32, B 32            H 4, 4; L 0; 64 bytes
+ *   C 128: H 1 (L before evictions is 0), pushed: 192 bytes; the root is
+ *          C itself -> not admitted, nothing evicted, L = 1
+ *   D 64:  H 1 + 2 = 3; 128 bytes, fits
+ *   E 64:  H 3, ties D, newer -> D leaves (L 3), E is in
+ *   F 64:  H 3 + 2 = 5 -> E (3) leaves, F is in
+ *   G 128: H 3 + 1 = 4 -> A (4, older) and B (4) leave, then G is the root:
+ *          not admitted, L 4.  A and B are lost all the same (libCacheSim
+ *          does the same), F stays.
+ * Without compete C would have been admitted, evicting A and B.
+ */
+static void test_compete_sequence(void **state)
+{
+	struct gds c;
+
+	(void)state;
+	setup_competing(&c, 128, 26);
+	assert_int_equal(ins(&c, 'A', 32), GDS_OK);
+	assert_int_equal(ins(&c, 'B', 32), GDS_OK);
+	assert_int_equal(ins(&c, 'C', 128), -ENOSPC);
+	assert_false(gds_cached(&O('C')->e));
+	assert_string_equal(evicted.seq, "");
+	assert_double_equal(gds_inflation(&c), 1.0 / 128, 0);
+	assert_int_equal(gds_stats(&c)->not_admitted, 1);
+	assert_int_equal(gds_stats(&c)->bytes, 64);
+	assert_int_equal(ins(&c, 'D', 64), GDS_OK);
+	assert_double_equal(H('D'), 3.0 / 128, 0);
+	assert_int_equal(ins(&c, 'E', 64), GDS_OK);
+	assert_string_equal(evicted.seq, "D");
+	assert_int_equal(ins(&c, 'F', 64), GDS_OK);
+	assert_string_equal(evicted.seq, "DE");
+	assert_double_equal(H('F'), 5.0 / 128, 0);
+	assert_int_equal(ins(&c, 'G', 128), -ENOSPC);
+	assert_string_equal(evicted.seq, "DEAB");
+	assert_double_equal(gds_inflation(&c), 4.0 / 128, 0);
+	assert_true(gds_cached(&O('F')->e));
+	assert_false(gds_cached(&O('G')->e));
+	assert_int_equal(gds_stats(&c)->not_admitted, 2);
+	assert_int_equal(gds_stats(&c)->evictions, 4);
+	assert_int_equal(gds_stats(&c)->entries, 1);
+	assert_int_equal(gds_stats(&c)->bytes, 64);
+	/* gds_access counts the miss, and a lost newcomer can come back */
+	assert_int_equal(gds_access(&c, &O('G')->e, 64, 0, 0), GDS_OK);
+	assert_int_equal(gds_stats(&c)->misses, 1);
+	gds_destroy(&c);
+}
+
+/* A pinned or forced newcomer does not compete: C is admitted the classic
+ * way, evicting A and B, and L is raised before its H is computed. */
+static void test_compete_pin_force(void **state)
+{
+	struct gds c;
+
+	(void)state;
+	setup_competing(&c, 128, 26);
+	ins(&c, 'A', 32);
+	ins(&c, 'B', 32);
+	assert_int_equal(gds_insert(&c, &O('C')->e, 128, 0, GDS_PIN), GDS_OK);
+	assert_string_equal(evicted.seq, "AB");
+	assert_double_equal(H('C'), 4.0 / 128 + 1.0 / 128, 0);
+	assert_int_equal(gds_unpin(&c, &O('C')->e), GDS_OK);
+	gds_destroy(&c);
+
+	setup_competing(&c, 128, 26);
+	ins(&c, 'A', 32);
+	ins(&c, 'B', 32);
+	assert_int_equal(gds_insert(&c, &O('C')->e, 128, 0, GDS_FORCE), GDS_OK);
+	assert_string_equal(evicted.seq, "AB");
+	gds_destroy(&c);
+}
+
+/* The entry budget competes too: with 2 slots, C (H 1/16) loses to A and
+ * B (1/8); D (H 1/16 + 1/4) wins, A (older) leaves. */
+static void test_compete_max_entries(void **state)
+{
+	struct gds c;
+
+	(void)state;
+	setup_competing(&c, 1024, 2);
+	ins(&c, 'A', 8);
+	ins(&c, 'B', 8);
+	assert_int_equal(ins(&c, 'C', 16), -ENOSPC);
+	assert_string_equal(evicted.seq, "");
+	assert_int_equal(ins(&c, 'D', 4), GDS_OK);
+	assert_string_equal(evicted.seq, "A");
+	assert_int_equal(gds_stats(&c)->entries, 2);
+	gds_destroy(&c);
+}
+
+/* cost = size makes every H L + 1: the eviction order is the order of last
+ * touch whatever the sizes, i.e. LRU. */
+static void test_cost_size_is_lru(void **state)
+{
+	struct gds c;
+
+	(void)state;
+	setup_cache(&c, 100, GDS_COST_SIZE, false);
+	ins(&c, 'A', 10);
+	ins(&c, 'B', 50);
+	ins(&c, 'C', 1);
+	gds_hit(&c, &O('A')->e);	/* order now B C A */
+	ins(&c, 'D', 39);		/* 100: fits */
+	ins(&c, 'E', 30);		/* needs 30: B goes */
+	assert_string_equal(evicted.seq, "B");
+	ins(&c, 'F', 25);		/* 80 + 25: C (1) and A (10) go */
+	assert_string_equal(evicted.seq, "BCA");
+	gds_destroy(&c);
+}
+
+/* The one table of names gdssim and zchttpd share. */
+static void test_policy_table(void **state)
+{
+	const struct gds_policy *p;
+	struct gds_config cfg = { 0 };
+	char buf[128];
+
+	(void)state;
+	p = gds_policy_find("gdsf");
+	assert_non_null(p);
+	gds_policy_apply(p, &cfg);
+	assert_int_equal(cfg.cost, GDS_COST_ONE);
+	assert_true(cfg.freq);
+	assert_true(cfg.compete);
+	p = gds_policy_find("gdsf-all");
+	assert_non_null(p);
+	assert_true(p->freq);
+	assert_false(p->compete);
+	p = gds_policy_find("lru");
+	assert_non_null(p);
+	assert_int_equal(p->cost, GDS_COST_SIZE);
+	p = gds_policy_find("gdsp");
+	assert_non_null(p);
+	assert_int_equal(p->cost, GDS_COST_PACKETS);
+	p = gds_policy_find("gds1");
+	assert_non_null(p);
+	assert_false(p->freq || p->compete);
+	assert_null(gds_policy_find("GDSF"));
+	assert_null(gds_policy_find(""));
+	assert_null(gds_policy_find(NULL));
+	assert_string_equal(gds_policy_names(buf, sizeof(buf), "|"),
+			    "gds1|gdsp|gdsf|gdsf-all|lru");
+	assert_string_equal(gds_policy_names(buf, 8, ", "), "gds1, g");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -518,6 +681,11 @@ int main(void)
 		cmocka_unit_test(test_max_entries),
 		cmocka_unit_test(test_remove_and_bad_args),
 		cmocka_unit_test(test_callback_frees),
+		cmocka_unit_test(test_compete_sequence),
+		cmocka_unit_test(test_compete_pin_force),
+		cmocka_unit_test(test_compete_max_entries),
+		cmocka_unit_test(test_cost_size_is_lru),
+		cmocka_unit_test(test_policy_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
