@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(
 	build-essential meson ninja-build pkg-config
-	libcmocka-dev bats
+	libcmocka-dev bats liburing-dev
 	python3 python3-venv python3-pip
 	musl-tools clang libclang-rt-14-dev
 	curl strace

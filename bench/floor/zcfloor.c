@@ -3,6 +3,7 @@
  * can do per request, as a reference "server" (issue 15).
  *
  *   zcfloor --root DIR [--listen 127.0.0.1:8080] [--workers N]
+ *           [--event epoll|io_uring]
  *
  * At start every regular file directly in DIR is read into memory once, as
  * two canned responses: "HTTP/1.1 200 OK", Content-Length, an empty line
@@ -26,7 +27,8 @@
  * A send the socket cannot take whole (large responses) is finished when
  * epoll says the socket is writable.  Anything that is not a known target
  * gets a canned 404.  --workers N forks N-1 more processes that share the
- * listener (EPOLLEXCLUSIVE); SIGTERM ends them all.
+ * listener (EPOLLEXCLUSIVE); SIGTERM ends them all.  --event io_uring does
+ * the same work on io_uring (floor_uring.c); epoll is the default.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -47,9 +49,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define IN_CAP 8192
-#define MAX_EVENTS 256
-#define ACCEPT_BATCH 64
+#include "floor.h"
 
 struct canned {
 	char *target;		/* "/file-1k.bin" */
@@ -57,6 +57,9 @@ struct canned {
 	char *keep, *close;	/* whole responses */
 	size_t keep_len, close_len;
 };
+
+#define MAX_EVENTS 256
+#define ACCEPT_BATCH 64
 
 struct conn {
 	int fd;
@@ -76,7 +79,7 @@ static struct conn **conns;
 static size_t nconns_max;
 static int epfd;
 
-static void die(const char *what)
+void die(const char *what)
 {
 	perror(what);
 	exit(1);
@@ -148,8 +151,6 @@ static void load_root(const char *root)
 	canned_init(&notfound, "", "404 Not Found", "not found\n", 10);
 }
 
-/* The canned response for the head in[0..len): target between the first
- * two spaces, exact match. */
 static const struct canned *lookup(const char *in, size_t len)
 {
 	const char *sp = memchr(in, ' ', len), *end;
@@ -165,6 +166,22 @@ static const struct canned *lookup(const char *in, size_t len)
 		    memcmp(files[i].target, sp, files[i].target_len) == 0)
 			return &files[i];
 	return &notfound;
+}
+
+int next_response(const char *in, size_t in_len, size_t *head_len,
+		  const char **out, size_t *out_len, int *close_after)
+{
+	const char *end = memmem(in, in_len, "\r\n\r\n", 4);
+	const struct canned *r;
+
+	if (!end)
+		return 0;
+	*head_len = (size_t)(end - in) + 4;
+	r = lookup(in, *head_len);
+	*close_after = memmem(in, *head_len, "Connection: close", 17) != NULL;
+	*out = *close_after ? r->close : r->keep;
+	*out_len = *close_after ? r->close_len : r->keep_len;
+	return 1;
 }
 
 static void conn_close(struct conn *c)
@@ -215,18 +232,12 @@ static int flush(struct conn *c)
 static void answer(struct conn *c)
 {
 	for (;;) {
-		char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
-		const struct canned *r;
 		size_t head;
 		int rc;
 
-		if (!end)
+		if (!next_response(c->in, c->in_len, &head, &c->out, &c->out_len,
+				   &c->close_after))
 			break;
-		head = (size_t)(end - c->in) + 4;
-		r = lookup(c->in, head);
-		c->close_after = memmem(c->in, head, "Connection: close", 17) != NULL;
-		c->out = c->close_after ? r->close : r->keep;
-		c->out_len = c->close_after ? r->close_len : r->keep_len;
 		memmove(c->in, c->in + head, c->in_len - head);
 		c->in_len -= head;
 		rc = flush(c);
@@ -355,14 +366,16 @@ static void usage(int code)
 {
 	fprintf(code ? stderr : stdout,
 		"usage: zcfloor --root DIR [--listen 127.0.0.1:8080] [--workers N]\n"
+		"               [--event epoll|io_uring]\n"
 		"The least an epoll server does per request (accept4, recv, one send of a\n"
-		"canned response read from DIR at start): zcbench's reference \"server\".\n");
+		"canned response read from DIR at start): zcbench's reference \"server\".\n"
+		"--event io_uring: the same work on io_uring (bench/floor/floor_uring.c).\n");
 	exit(code);
 }
 
 int main(int argc, char **argv)
 {
-	const char *root = NULL, *addr = "127.0.0.1:8080";
+	const char *root = NULL, *addr = "127.0.0.1:8080", *event = "epoll";
 	int workers = 1, lfd;
 	struct rlimit rl;
 
@@ -375,6 +388,8 @@ int main(int argc, char **argv)
 			root = argv[++i];
 		else if (!strcmp(argv[i], "--listen"))
 			addr = argv[++i];
+		else if (!strcmp(argv[i], "--event"))
+			event = argv[++i];
 		else if (!strcmp(argv[i], "--workers"))
 			workers = atoi(argv[++i]);
 		else
@@ -382,6 +397,10 @@ int main(int argc, char **argv)
 	}
 	if (!root || workers < 1)
 		usage(2);
+	if (strcmp(event, "epoll") && strcmp(event, "io_uring")) {
+		fprintf(stderr, "zcfloor: --event wants epoll or io_uring, got %s\n", event);
+		exit(2);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
@@ -403,9 +422,9 @@ int main(int argc, char **argv)
 			die("fork");
 		if (pid == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGTERM);
-			serve(lfd);
+			(strcmp(event, "epoll") ? serve_uring : serve)(lfd);
 		}
 	}
-	serve(lfd);	/* the parent serves too; the children die with it */
+	(strcmp(event, "epoll") ? serve_uring : serve)(lfd);	/* the parent serves too; the children die with it */
 	return 0;
 }
