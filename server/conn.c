@@ -77,6 +77,11 @@ static char *in_get(struct zh_worker *w)
 			    : malloc(IN_CAP + HEAD_ARENA);
 }
 
+char *conn_in_get(struct zh_worker *w)
+{
+	return in_get(w);
+}
+
 static void in_put(struct zh_worker *w, char *in)
 {
 	if (!in)
@@ -135,7 +140,7 @@ static void req_release(struct zh_conn *c)
 	c->req.redirect = NULL;
 }
 
-static void conn_free(struct zh_conn *c)
+void conn_free(struct zh_conn *c)
 {
 	struct zh_worker *w = c->w;
 
@@ -153,6 +158,7 @@ static void conn_free(struct zh_conn *c)
 	/* close() takes the fd out of epoll (nothing else holds it); just
 	 * make sure a stale event later in this batch finds no handler. */
 	ev_forget(w->loop, c->fd);
+	conn_ring_forget(c);
 	close(c->fd);
 	zc_agg_release(c->out);
 	in_put(w, c->in);
@@ -221,6 +227,8 @@ static void arm(struct zh_conn *c, struct ev_timer_list *l)
 
 static int set_events(struct zh_conn *c, uint32_t events)
 {
+	/* Whatever epoll waits for now, the ring does not receive. */
+	conn_ring_stop(c);
 	if (c->in_epoll && events == c->events)
 		return 0;
 	c->events = events;
@@ -344,6 +352,16 @@ void conn_run_posted(struct zh_worker *w)
  * returns false if the connection had to be freed. */
 static bool want_input(struct zh_conn *c)
 {
+	if (ev_has_ring(c->w->loop)) {
+		switch (conn_ring_wait(c)) {
+		case RING_WAITS:
+			return true;
+		case RING_FREED:
+			return false;
+		case RING_NO:
+			break;
+		}
+	}
 	if (set_events(c, READ_EVENTS)) {
 		conn_free(c);
 		return false;
@@ -712,6 +730,8 @@ static bool step(struct zh_conn *c)
 		}
 		if (c->close_after)
 			return finish(c);
+		if ((!c->in_len || need_more) && conn_refill(c))
+			continue;	/* what the ring received ahead */
 		if (!c->in_len || need_more)
 			break;
 	}
@@ -763,6 +783,10 @@ static void do_read(struct zh_conn *c)
 			return;
 		}
 	}
+	if (conn_refill(c)) {	/* the ring's bytes come first */
+		conn_got_input(c);
+		return;
+	}
 	n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EINTR) {
@@ -783,12 +807,23 @@ static void do_read(struct zh_conn *c)
 		conn_free(c);
 		return;
 	}
+	c->in_len += (size_t)n;
+	conn_got_input(c);
+}
+
+/* n bytes of input were added to c->in. */
+void conn_got_input(struct zh_conn *c)
+{
 	if (c->state == C_IDLE) {
 		c->state = C_READING;
 		arm(c, &c->w->t_header);
 	}
-	c->in_len += (size_t)n;
 	process(c);
+}
+
+bool conn_want_input(struct zh_conn *c)
+{
+	return want_input(c);
 }
 
 static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
@@ -799,6 +834,9 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 	(void)fd;
 	if (c->state == C_WAITING) {
 		char b;
+
+		if (c->rx_draining)
+			return;	/* the ring's last bytes first (conn_ring.c) */
 
 		if (c->req.finished || c->req.redirect_pending) {
 			process(c);	/* settle it; input waits its turn */

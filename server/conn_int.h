@@ -22,6 +22,7 @@
 #define HEAD_ARENA (8u << 10)		/* response heads, after the input */
 #define OUT_HIGH_WATER (256u << 10)	/* stop parsing beyond this backlog */
 #define MAX_INFLIGHT 32			/* pinned entries per connection */
+#define SPILL_MAX (8u << 20)		/* see conn_ring.c's take_input */
 
 enum conn_state { C_IDLE, C_READING, C_WRITING, C_WAITING, C_LINGER };
 
@@ -51,6 +52,14 @@ struct zh_conn {
 	bool posted;			/* on the worker's posted list */
 	bool in_process;		/* process() is on the stack */
 	bool rdhup_seen;		/* half-closed with requests pending */
+	/* The io_uring loop's ring receive (conn_ring.c): */
+	bool rx_on;			/* armed: input arrives by itself */
+	bool rx_draining;		/* cancelled, its last call to come */
+	bool rx_eof;			/* it saw the end (or an error) */
+	char *spill;			/* input that arrived after the head
+					 * buffer filled, in order, read before
+					 * the socket (at most SPILL_MAX) */
+	size_t spill_len, spill_cap;
 	struct zh_request req;		/* the request being answered */
 	uint64_t req_start;		/* stream offset where its response
 					 * begins (sent + queued then) */
@@ -90,5 +99,18 @@ static inline void conn_post(struct zh_conn *c)
 		w->posted->post_prev = c;
 	w->posted = c;
 }
+
+/* conn_ring.c: input from the io_uring loop's ring receive. */
+enum ring_wait { RING_NO = 0, RING_WAITS, RING_FREED };
+enum ring_wait conn_ring_wait(struct zh_conn *c);
+void conn_ring_stop(struct zh_conn *c);
+void conn_ring_forget(struct zh_conn *c);
+bool conn_refill(struct zh_conn *c);
+
+/* conn.c, for conn_ring.c */
+void conn_free(struct zh_conn *c);
+void conn_got_input(struct zh_conn *c);
+bool conn_want_input(struct zh_conn *c);
+char *conn_in_get(struct zh_worker *w);
 
 #endif

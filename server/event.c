@@ -10,29 +10,9 @@
 #include <unistd.h>
 
 #include "event.h"
+#include "event_int.h"
 
-#define EV_BATCH 256
-#define EV_MAX_TIMER_LISTS 8
-
-struct ev_handler {
-	ev_io_fn *fn;
-	void *data;
-};
-
-struct ev_loop {
-	int epfd;
-	bool stop;
-	uint64_t now_ms;
-	/* Handlers indexed by fd, grown on demand. */
-	struct ev_handler *h;
-	size_t nh;
-	struct ev_timer_list *lists[EV_MAX_TIMER_LISTS];
-	unsigned nlists;
-	void (*before_sleep)(struct ev_loop *, void *);
-	void *before_sleep_data;
-};
-
-static uint64_t clock_ms(void)
+uint64_t ev_clock_ms(void)
 {
 	struct timespec ts;
 
@@ -54,15 +34,35 @@ int ev_loop_create(struct ev_loop **out)
 		free(l);
 		return err;
 	}
-	l->now_ms = clock_ms();
+	l->now_ms = ev_clock_ms();
 	*out = l;
 	return 0;
+}
+
+int ev_loop_create_ring(struct ev_loop **out)
+{
+	int err = ev_loop_create(out);
+
+	if (err)
+		return err;
+	err = ev_ring_create(*out);
+	if (err) {
+		ev_loop_destroy(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
+bool ev_has_ring(const struct ev_loop *loop)
+{
+	return loop->ring != NULL;
 }
 
 void ev_loop_destroy(struct ev_loop *loop)
 {
 	if (!loop)
 		return;
+	ev_ring_destroy(loop);
 	close(loop->epfd);
 	free(loop->h);
 	free(loop);
@@ -171,7 +171,7 @@ void ev_timer_arm(struct ev_loop *loop, struct ev_timer_list *l,
 	t->list = l;
 }
 
-static void expire(struct ev_loop *loop)
+void ev_expire(struct ev_loop *loop)
 {
 	for (unsigned i = 0; i < loop->nlists; i++) {
 		struct ev_timer_list *l = loop->lists[i];
@@ -187,7 +187,7 @@ static void expire(struct ev_loop *loop)
 }
 
 /* Milliseconds until the earliest deadline, -1 if none. */
-static int next_timeout(const struct ev_loop *loop)
+int ev_next_timeout(const struct ev_loop *loop)
 {
 	uint64_t best = UINT64_MAX;
 
@@ -221,37 +221,46 @@ void ev_stop(struct ev_loop *loop)
 	loop->stop = true;
 }
 
-int ev_run(struct ev_loop *loop)
+/* Wait at most timeout_ms for epoll's events and call their handlers;
+ * 0 or a negative errno from epoll_wait (EINTR is 0). */
+int ev_dispatch_epoll(struct ev_loop *loop, int timeout_ms)
 {
 	struct epoll_event evs[EV_BATCH];
+	int n = epoll_wait(loop->epfd, evs, EV_BATCH, timeout_ms);
 
+	loop->now_ms = ev_clock_ms();
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < n; i++) {
+		int fd = evs[i].data.fd;
+		struct ev_handler *h;
+
+		/* A handler earlier in this batch may have closed fd: its
+		 * slot is then cleared. */
+		if ((size_t)fd >= loop->nh || !loop->h[fd].fn)
+			continue;
+		h = &loop->h[fd];
+		h->fn(loop, fd, evs[i].events, h->data);
+	}
+	return 0;
+}
+
+int ev_run(struct ev_loop *loop)
+{
+	if (loop->ring)
+		return ev_ring_run(loop);
 	loop->stop = false;
 	while (!loop->stop) {
-		int n;
+		int err;
 
 		if (loop->before_sleep)
 			loop->before_sleep(loop, loop->before_sleep_data);
 		if (loop->stop)
 			break;
-		n = epoll_wait(loop->epfd, evs, EV_BATCH, next_timeout(loop));
-		loop->now_ms = clock_ms();
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		for (int i = 0; i < n; i++) {
-			int fd = evs[i].data.fd;
-			struct ev_handler *h;
-
-			/* A handler earlier in this batch may have closed
-			 * fd: its slot is then cleared. */
-			if ((size_t)fd >= loop->nh || !loop->h[fd].fn)
-				continue;
-			h = &loop->h[fd];
-			h->fn(loop, fd, evs[i].events, h->data);
-		}
-		expire(loop);
+		err = ev_dispatch_epoll(loop, ev_next_timeout(loop));
+		if (err)
+			return err;
+		ev_expire(loop);
 	}
 	return 0;
 }

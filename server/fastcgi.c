@@ -452,7 +452,10 @@ static void on_input(struct zh_request *r)
 	struct fcgi_req *f = r->wait;
 	int err;
 
-	if (!f->chunked_in) {
+	if (!f->chunked_in && request_input_buffered(r)) {
+		/* Body bytes that reached the buffer first: pull_body takes
+		 * them before anything more is read from the socket. */
+	} else if (!f->chunked_in) {
 		size_t want = f->body_left < BODY_READ ? (size_t)f->body_left
 						       : BODY_READ;
 		ssize_t n = iol_read(request_fd(r), &f->body, want);

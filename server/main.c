@@ -34,6 +34,7 @@
 #include "access_log.h"
 #include "fcgi_spawn.h"
 #include "listen.h"
+#include "event.h"
 #include "options.h"
 #include "stats.h"
 #include "worker.h"
@@ -304,6 +305,20 @@ int main(int argc, char **argv)
 		printf("zchttpd %s (libzc backend: %s)\n", ZC_VERSION,
 		       zc_backend_name());
 		return 0;
+	}
+	if (m.opt.cfg.io_uring) {
+		/* Find out now, not in every worker, whether this kernel
+		 * has what the io_uring loop needs. */
+		struct ev_loop *probe;
+		int err = ev_loop_create_ring(&probe);
+
+		if (err) {
+			fprintf(stderr, "zchttpd: --event io_uring: %s "
+				"(io_uring disabled, or older than Linux 5.19?)\n",
+				strerror(-err));
+			return 1;
+		}
+		ev_loop_destroy(probe);
 	}
 	/* Every connection and every cached file holds a descriptor: take
 	 * the whole hard limit rather than the usual 1024. */

@@ -50,6 +50,8 @@ void options_usage(FILE *f)
 "  --cache-policy NAME        replacement policy: %s\n"
 "                             (default " DEFAULT_CACHE_POLICY ": GDSF, newcomers compete;\n"
 "                             docs/gds-cache.md)\n"
+"  --event epoll|io_uring     event loop (default epoll; io_uring: requests are\n"
+"                             received by multishot ring receives, docs/ARCHITECTURE.md)\n"
 "  --io-threads N             helper threads per worker for disk work (default 2;\n"
 "                             0: the loop opens and reads files itself)\n"
 "  --fastcgi MATCH=ADDR       send requests whose path starts with MATCH (\"/app\"),\n"
@@ -387,6 +389,17 @@ static int apply(struct options *o, const char *name, const char *val,
 
 			fprintf(stderr, "zchttpd: unknown cache policy '%s' (known: %s)\n",
 				val, gds_policy_names(names, sizeof(names), " "));
+			return -1;
+		}
+	} else if (!strcmp(name, "event")) {
+		NEED_VAL();
+		if (!strcmp(val, "epoll"))
+			c->io_uring = false;
+		else if (!strcmp(val, "io_uring"))
+			c->io_uring = true;
+		else {
+			fprintf(stderr, "zchttpd: unknown event loop '%s' (known: epoll io_uring)\n",
+				val);
 			return -1;
 		}
 	} else if (!strcmp(name, "io-threads")) {

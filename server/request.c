@@ -141,6 +141,14 @@ void request_input_consume(struct zh_request *r, size_t n)
 	c->in_len -= n;
 }
 
+bool request_input_buffered(struct zh_request *r)
+{
+	struct zh_conn *c = r->conn;
+
+	conn_refill(c);
+	return c->in_len > r->head_len;
+}
+
 int request_fd(const struct zh_request *r)
 {
 	return r->conn->fd;
@@ -153,6 +161,12 @@ ssize_t request_read(struct zh_request *r)
 
 	if (c->in_len == IN_CAP)
 		return -ENOBUFS;	/* the handler must take some first */
+	if (c->spill_len) {	/* the ring's bytes come first (conn_ring.c) */
+		size_t before = c->in_len;
+
+		conn_refill(c);
+		return (ssize_t)(c->in_len - before);
+	}
 	n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
 	if (n < 0)
 		return errno == EINTR ? -EAGAIN : -errno;

@@ -140,6 +140,10 @@ void request_want_input(struct zh_request *r, bool on);
 void request_input(struct zh_request *r, const char **p, size_t *len);
 /* Drop the first n of those bytes (the body the handler used). */
 void request_input_consume(struct zh_request *r, size_t n);
+/* Whether request_input has bytes for the handler.  A handler that reads
+ * the socket itself (request_fd) must take those first: on the io_uring
+ * loop, bytes can reach the buffer after the handler first looked. */
+bool request_input_buffered(struct zh_request *r);
 /* The client's socket, for a handler that reads a large body itself
  * (read no more than the body's length: what follows is not its own). */
 int request_fd(const struct zh_request *r);

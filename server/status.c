@@ -42,7 +42,7 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		"\"revalidations\":%llu,\"stale\":%llu,\"evictions\":%llu,"
 		"\"not_admitted\":%llu,"
 		"\"bytes\":%llu,\"entries\":%llu,\"pinned\":%llu},"
-		"\"backend\":\"%s\"}\n",
+		"\"backend\":\"%s\",\"event\":\"%s\"}\n",
 		w->nworkers, U(t->requests), U(t->responses[1]),
 		U(t->responses[2]), U(t->responses[3]), U(t->responses[4]),
 		U(t->responses[5]), U(t->bytes_sent), U(t->conns_open),
@@ -53,7 +53,7 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		U(t->cache.stale), U(t->cache.evictions),
 		U(t->cache.not_admitted), U(t->cache.bytes),
 		U(t->cache.entries), U(t->cache.pinned_entries),
-		zc_backend_name());
+		zc_backend_name(), w->cfg->io_uring ? "io_uring" : "epoll");
 }
 
 static int render_prometheus(const struct zh_worker *w,

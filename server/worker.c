@@ -126,7 +126,8 @@ int worker_run(struct zh_worker *w)
 	if (w->sigfd < 0)
 		return -errno;
 
-	err = ev_loop_create(&w->loop);
+	err = cfg->io_uring ? ev_loop_create_ring(&w->loop)
+			    : ev_loop_create(&w->loop);
 	if (err)
 		return err;
 	ev_timer_list_init(&w->t_header, cfg->header_timeout_ms);

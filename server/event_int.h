@@ -1,0 +1,47 @@
+/*
+ * event_int.h - the loop's state, shared by event.c (epoll, timers) and
+ * event_uring.c (the io_uring loop, --event io_uring).
+ */
+#ifndef ZC_EVENT_INT_H
+#define ZC_EVENT_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event.h"
+
+#define EV_BATCH 256
+#define EV_MAX_TIMER_LISTS 8
+
+struct ev_handler {
+	ev_io_fn *fn;
+	void *data;
+};
+
+struct ev_loop {
+	int epfd;
+	bool stop;
+	uint64_t now_ms;
+	/* Handlers indexed by fd, grown on demand. */
+	struct ev_handler *h;
+	size_t nh;
+	struct ev_timer_list *lists[EV_MAX_TIMER_LISTS];
+	unsigned nlists;
+	void (*before_sleep)(struct ev_loop *, void *);
+	void *before_sleep_data;
+	struct ev_ring *ring;		/* NULL: plain epoll (event_uring.c) */
+};
+
+/* What both loops do with their results (event.c). */
+int ev_dispatch_epoll(struct ev_loop *loop, int timeout_ms);
+void ev_expire(struct ev_loop *loop);
+int ev_next_timeout(const struct ev_loop *loop);
+uint64_t ev_clock_ms(void);
+
+/* The io_uring loop (event_uring.c). */
+int ev_ring_create(struct ev_loop *loop);
+void ev_ring_destroy(struct ev_loop *loop);
+int ev_ring_run(struct ev_loop *loop);
+
+#endif
