@@ -5,6 +5,9 @@
 #   meson       cmocka unit tests in build/       (normal build)
 #   meson-asan  the same tests in build-asan/     (ASan + UBSan)
 #   bats        tests/*.bats                      (command line, cross component)
+#   bats-asan, bats-uring, bats-uring-asan
+#               the server's bats files again: ASan+UBSan build, io_uring
+#               loop, both
 #   pytest      Python tests under bench/ and tests/
 #   kernel      kernel-patch/: the patched 6.1 kernel booted under qemu
 #               (make -C kernel-patch test); one test per guest test line.
@@ -218,6 +221,13 @@ shopt -u nullglob
 # of a process that keeps signals blocked (the master) can hang.
 ZCHTTPD=$PWD/build-asan/server/zchttpd ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	run_bats_suite bats-asan asan tests/zchttpd.bats tests/fastcgi.bats tests/fastcgi_apps.bats
+# And both again on the io_uring loop (--event io_uring): every server those
+# files start runs on it (tests/helpers/server.bash).
+ZCHTTPD_EVENT=io_uring \
+	run_bats_suite bats-uring normal tests/zchttpd.bats tests/fastcgi.bats tests/fastcgi_apps.bats
+ZCHTTPD=$PWD/build-asan/server/zchttpd ZCHTTPD_EVENT=io_uring \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	run_bats_suite bats-uring-asan asan tests/zchttpd.bats tests/fastcgi.bats tests/fastcgi_apps.bats
 run_pytest_suite
 run_kernel_suite
 

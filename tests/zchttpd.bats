@@ -95,6 +95,18 @@ teardown() {
 	[[ "$output" == *"small file"*"in dir"* ]]
 }
 
+@test "a burst of pipelined requests far beyond the input buffer, read late, is answered in order, byte for byte" {
+	# 400 requests (about 600 KB of heads) against a client that starts
+	# reading only after half a second: the server must stop reading and
+	# resume, more than once, in the middle of requests -- on the epoll
+	# loop and on the io_uring loop, where the ring receive is cancelled
+	# while bytes are still on their way (conn_ring.c).
+	run python3 "$BATS_TEST_DIRNAME/helpers/pipeflood.py" "$PORT" "$ROOT" 400
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = "ok 400" ]
+}
+
 @test "HTTP/1.0 closes unless keep-alive is asked" {
 	run bash -c "printf 'GET /small.txt HTTP/1.0\r\n\r\n' | $RAW $PORT"
 	[ "$status" -eq 0 ]

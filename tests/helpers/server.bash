@@ -4,6 +4,8 @@
 # again with the ASan+UBSan binary).  start_server takes extra options;
 # ROOT must be set.  Sets PORT, PID, URL.  SERVER_WRAPPER, when set, is a
 # command the server runs under (e.g. tests/helpers/no_openat2.c's).
+# ZCHTTPD_EVENT=io_uring runs every server on the io_uring loop (ci/test.sh
+# runs the server's bats files once more so).
 
 ZCHTTPD="${ZCHTTPD:-$BATS_TEST_DIRNAME/../build/server/zchttpd}"
 RAW="python3 $BATS_TEST_DIRNAME/helpers/rawhttp.py"
@@ -15,7 +17,7 @@ free_port() {
 start_server() { # extra options...
 	PORT=$(free_port)
 	${SERVER_WRAPPER:-} "$ZCHTTPD" --root "$ROOT" --listen "127.0.0.1:$PORT" --workers 2 \
-		--access-log "$BATS_TEST_TMPDIR/access.log" "$@" \
+		${ZCHTTPD_EVENT:+--event "$ZCHTTPD_EVENT"} --access-log "$BATS_TEST_TMPDIR/access.log" "$@" \
 		2>"$BATS_TEST_TMPDIR/server.err" 3>&- &
 	PID=$!
 	URL="http://127.0.0.1:$PORT"
