@@ -14,6 +14,9 @@ process group, and gets the same number of workers:
   floor    build/bench/zcfloor --workers N --listen 127.0.0.1:PORT --root DIR:
            the reference "server" (bench/floor/zcfloor.c): accept4, one
            recv, one send of a canned response read from DIR at start
+  zchttpd-uring, floor-uring
+           the same two with --event io_uring (server/event_uring.c,
+           bench/floor/floor_uring.c)
 
 When zcbench runs as root, nginx and h2o would switch their workers to
 nobody; they are told to stay root instead, so every server reads the docroot
@@ -38,7 +41,10 @@ import time
 from . import build_dir, pinning
 from .cpu import cpu_seconds
 
-NAMES = ("zchttpd", "nginx", "h2o", "floor")
+NAMES = ("zchttpd", "nginx", "h2o", "floor", "zchttpd-uring", "floor-uring")
+# name: (kind, more arguments) -- a server that is another one with options.
+VARIANTS = {"zchttpd-uring": ("zchttpd", ["--event", "io_uring"]),
+            "floor-uring": ("floor", ["--event", "io_uring"])}
 PRIVATE_NAMES = {"zchttpd": "zc_httpd", "floor": "zc_floor"}   # see Server._private
 
 
@@ -155,7 +161,7 @@ class Server:
         extra_env: more environment for the server."""
         if name not in NAMES:
             raise ServerError(f"unknown server {name!r} (known: {', '.join(NAMES)})")
-        self.kind = name
+        self.kind, variant_args = VARIANTS.get(name, (name, []))
         self.name = label or name
         self.sidecars = list(sidecars)
         self.extra_env = extra_env
@@ -163,7 +169,7 @@ class Server:
         self.docroot = os.path.abspath(docroot)
         self.dir = os.path.join(os.path.abspath(workdir), self.name)
         self.workers = workers
-        self.extra_args = list(extra_args)
+        self.extra_args = variant_args + list(extra_args)
         self.probe_path = probe_path
         self.cpus = cpus          # pin the whole process tree here (pinning.py)
         self.budget = budget      # budget.Budget: run it in a cgroup of its own
