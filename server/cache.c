@@ -13,6 +13,7 @@
 
 #include "cache.h"
 #include "mime.h"
+#include "page_drop.h"
 
 /* What an entry costs beyond its body: the struct, names, descriptor. */
 #define ENTRY_OVERHEAD 512
@@ -25,6 +26,8 @@ struct cache {
 	struct cache_entry **buckets;
 	size_t nbuckets;		/* power of two */
 	struct cache_stats st;
+	uint64_t now_ms;		/* of the last lookup or maintenance */
+	struct page_drop_queue drops;	/* --page-cache policy (page_drop.h) */
 };
 
 static uint64_t hash_key(const char *s)
@@ -38,8 +41,24 @@ static uint64_t hash_key(const char *s)
 	return h;
 }
 
-static void entry_free(struct cache_entry *e)
+/*
+ * With `owns_pages` (--page-cache policy) the cache, not Linux's page cache
+ * replacement, decides which file data stays in memory (IO-Lite's unified
+ * cache): a large file is charged its size, since serving it keeps its
+ * pages in the page cache, and the pages of a file the policy lets go --
+ * evicted, refused admission, or replaced by a newer version -- are dropped
+ * once its last response is sent (here, at the last reference; again
+ * later for pages a client was still reading, page_drop.h).  A small
+ * body lives in the pool only: its page-cache copy is dropped as soon as it
+ * has been read (cache_prepare).  Pages still being sent are not dropped
+ * (the kernel skips pages in use), so no response loses a byte; the bytes
+ * are read again from the file if needed.  Entries freed because the
+ * worker stops keep their pages: a reload's new workers find them warm.
+ */
+static void entry_free(struct cache *c, struct cache_entry *e)
 {
+	if (c && e->drop_pages && e->file)
+		page_drop(&c->drops, e->file, c->now_ms);
 	zc_file_release(e->file);
 	zc_buf_release(e->body);
 	free(e->key);
@@ -49,9 +68,8 @@ static void entry_free(struct cache_entry *e)
 
 static void entry_put(struct cache *c, struct cache_entry *e)
 {
-	(void)c;
 	if (--e->refs == 0)
-		entry_free(e);
+		entry_free(c, e);
 }
 
 /* Take e out of the hash table (it may live on while pinned). */
@@ -75,6 +93,7 @@ static void on_evict(struct gds_entry *g, void *arg)
 	struct cache_entry *e = (struct cache_entry *)g;
 
 	c->st.evictions++;
+	e->drop_pages = c->cfg.owns_pages;
 	unlink_entry(c, e);
 	entry_put(c, e);
 }
@@ -88,6 +107,7 @@ static void drop(struct cache *c, struct cache_entry *e)
 		c->st.pinned_entries--;
 	}
 	gds_remove(&c->gds, &e->g);
+	e->drop_pages = c->cfg.owns_pages;
 	unlink_entry(c, e);
 	entry_put(c, e);
 }
@@ -139,9 +159,13 @@ void cache_destroy(struct cache *c)
 
 		for (; e; e = next) {
 			next = e->hnext;
-			entry_free(e);	/* pinned ones too: the process ends */
+			e->drop_pages = false;	/* a reload's workers want
+						 * them warm */
+			entry_free(c, e);	/* pinned ones too: the
+						 * process ends */
 		}
 	}
+	page_drop_clear(&c->drops);
 	gds_destroy(&c->gds);
 	zc_pool_destroy(c->pool);
 	free(c->buckets);
@@ -169,6 +193,7 @@ struct cache_entry *cache_lookup(struct cache *c, const char *key,
 	uint64_t h = hash_key(key);
 	struct cache_entry *e = c->buckets[h & (c->nbuckets - 1)];
 
+	c->now_ms = now_ms;
 	while (e && (e->hash != h || strcmp(e->key, key)))
 		e = e->hnext;
 	if (!e) {
@@ -247,7 +272,7 @@ static struct cache_entry *entry_new(const char *key, const char *fs_path,
 	e->key = strdup(key);
 	e->fs_path = strdup(fs_path);
 	if (!e->key || !e->fs_path || zc_file_adopt(fd, st, &e->file)) {
-		entry_free(e);
+		entry_free(NULL, e);	/* nothing to drop yet */
 		return NULL;
 	}
 	zc_file_version(e->file, &e->v);
@@ -268,8 +293,12 @@ struct cache_entry *cache_prepare(struct cache *c, const char *key,
 {
 	struct cache_entry *e = entry_new(key, fs_path, fd, st, now_ms);
 
-	if (e && e->v.size > 0 && (uint64_t)e->v.size <= c->cfg.small_max)
+	if (e && e->v.size > 0 && (uint64_t)e->v.size <= c->cfg.small_max) {
 		e->body = read_body(c, e->file, (size_t)e->v.size);
+		if (e->body && c->cfg.owns_pages)	/* one copy: the pool's */
+			posix_fadvise(zc_file_fd(e->file), 0, 0,
+				      POSIX_FADV_DONTNEED);
+	}
 	return e;
 }
 
@@ -285,14 +314,20 @@ struct cache_entry *cache_admit(struct cache *c, struct cache_entry *e)
 	if (old)
 		drop(c, old);
 
-	charge = ENTRY_OVERHEAD + (e->body ? zc_buf_capacity(e->body) : 0);
+	charge = ENTRY_OVERHEAD +
+		 (e->body ? zc_buf_capacity(e->body)
+			  : c->cfg.owns_pages ? (uint64_t)e->v.size : 0);
 	if (gds_insert(&c->gds, &e->g, charge, (double)charge, 0) < 0) {
-		/* Pinned entries fill the budget: serve it uncached. */
+		/* Refused (competing admission, or pinned entries fill the
+		 * budget): serve it uncached, and do not keep its pages. */
 		c->st.not_admitted++;
+		e->drop_pages = c->cfg.owns_pages;
 		return e;
 	}
 	e->refs++;	/* the table's */
 	e->in_table = true;
+	if (c->drops.n)		/* its pages are wanted again */
+		page_drop_cancel(&c->drops, e->v.dev, e->v.ino);
 	e->hnext = c->buckets[e->hash & (c->nbuckets - 1)];
 	c->buckets[e->hash & (c->nbuckets - 1)] = e;
 	c->st.entries++;
@@ -322,6 +357,12 @@ void cache_unpin(struct cache *c, struct cache_entry *e)
 		c->st.pinned_entries--;
 	}
 	entry_put(c, e);
+}
+
+int cache_maintain(struct cache *c, uint64_t now_ms)
+{
+	c->now_ms = now_ms;
+	return c->drops.n ? page_drop_run(&c->drops, now_ms) : -1;
 }
 
 void cache_stats(const struct cache *c, struct cache_stats *st)

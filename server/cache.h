@@ -51,6 +51,8 @@ struct cache_entry {
 	 * Accept-Ranges, each ending in CRLF.  head_len 0: did not fit. */
 	char head[CACHE_HEAD_MAX];
 	uint16_t head_len;
+	bool drop_pages;		/* the policy let it go: drop its
+					 * page-cache pages when freed */
 };
 
 struct cache_config {
@@ -59,6 +61,7 @@ struct cache_config {
 	uint64_t small_max;		/* bodies up to this are held in memory */
 	unsigned ttl_ms;
 	const struct gds_policy *policy;	/* gds.h's table; NULL: gdsf */
+	bool owns_pages;		/* --page-cache policy (cache.c) */
 };
 
 struct cache_stats {
@@ -101,6 +104,9 @@ struct cache_entry *cache_admit(struct cache *c, struct cache_entry *e);
 void cache_pin(struct cache *c, struct cache_entry *e);
 void cache_unpin(struct cache *c, struct cache_entry *e);
 
+/* Housekeeping the loop runs before it sleeps (page_drop.h's retries):
+ * milliseconds until it is needed again, -1 if not. */
+int cache_maintain(struct cache *c, uint64_t now_ms);
 void cache_stats(const struct cache *c, struct cache_stats *st);
 
 #endif

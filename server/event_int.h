@@ -12,7 +12,7 @@
 #include "event.h"
 
 #define EV_BATCH 256
-#define EV_MAX_TIMER_LISTS 8
+#define EV_MAX_TIMER_LISTS 16
 
 struct ev_handler {
 	ev_io_fn *fn;

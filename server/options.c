@@ -52,6 +52,12 @@ void options_usage(FILE *f)
 "                             docs/gds-cache.md)\n"
 "  --event epoll|io_uring     event loop (default epoll; io_uring: requests are\n"
 "                             received by multishot ring receives, docs/ARCHITECTURE.md)\n"
+"  --page-cache policy|kernel what decides which file data stays in memory:\n"
+"                             policy (default): the cache's policy for every size\n"
+"                             (large files charged their size; pages of files it\n"
+"                             lets go dropped; small bodies held once, in the pool);\n"
+"                             kernel: Linux's page cache for files above\n"
+"                             --cache-small-max\n"
 "  --io-threads N             helper threads per worker for disk work (default 2;\n"
 "                             0: the loop opens and reads files itself)\n"
 "  --fastcgi MATCH=ADDR       send requests whose path starts with MATCH (\"/app\"),\n"
@@ -88,6 +94,7 @@ void options_defaults(struct options *o)
 	o->cfg.cache_bytes = 256ull << 20;
 	o->cfg.cache_ttl_ms = 1000;
 	o->cfg.cache_small_max = 64u << 10;
+	o->cfg.cache_owns_pages = true;
 	o->cfg.cache_policy = gds_policy_find(DEFAULT_CACHE_POLICY);
 	o->cfg.io_threads = 2;
 	o->cfg.fcgi_timeout_ms = 60000;
@@ -391,6 +398,14 @@ static int apply(struct options *o, const char *name, const char *val,
 				val, gds_policy_names(names, sizeof(names), " "));
 			return -1;
 		}
+	} else if (!strcmp(name, "page-cache")) {
+		NEED_VAL();
+		if (!strcmp(val, "policy"))
+			c->cache_owns_pages = true;
+		else if (!strcmp(val, "kernel"))
+			c->cache_owns_pages = false;
+		else
+			goto bad;
 	} else if (!strcmp(name, "event")) {
 		NEED_VAL();
 		if (!strcmp(val, "epoll"))

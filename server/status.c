@@ -38,7 +38,7 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		"\"total\":%llu,\"refused\":%llu,\"timeouts\":%llu},"
 		"\"zero_copy\":{\"bytes_by_reference\":%llu,"
 		"\"bytes_copied\":%llu},"
-		"\"cache\":{\"policy\":\"%s\",\"hits\":%llu,\"misses\":%llu,"
+		"\"cache\":{\"policy\":\"%s\",\"page_cache\":\"%s\",\"hits\":%llu,\"misses\":%llu,"
 		"\"revalidations\":%llu,\"stale\":%llu,\"evictions\":%llu,"
 		"\"not_admitted\":%llu,"
 		"\"bytes\":%llu,\"entries\":%llu,\"pinned\":%llu},"
@@ -49,6 +49,7 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		U(t->conns_total), U(t->conns_refused), U(t->timeouts),
 		U(t->zc_bytes_by_reference), U(t->zc_bytes_copied),
 		w->cfg->cache_policy->name,
+		w->cfg->cache_owns_pages ? "policy" : "kernel",
 		U(t->cache.hits), U(t->cache.misses), U(t->cache.revalidations),
 		U(t->cache.stale), U(t->cache.evictions),
 		U(t->cache.not_admitted), U(t->cache.bytes),

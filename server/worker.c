@@ -91,6 +91,14 @@ static void publish_stats(struct zh_worker *w)
 	cache_stats(w->cache, &w->stats->cache);
 }
 
+/* Nothing to do here: waking the loop is the point (before_sleep runs
+ * the cache's housekeeping). */
+static void on_cache_timer(struct ev_loop *loop, struct ev_timer *t)
+{
+	(void)loop;
+	(void)t;
+}
+
 static void before_sleep(struct ev_loop *loop, void *data)
 {
 	struct zh_worker *w = data;
@@ -104,6 +112,9 @@ static void before_sleep(struct ev_loop *loop, void *data)
 		conn_run_posted(w);
 	} while (w->posted || w->fcgi_posted);
 	access_log_flush(w->log);
+	if (cache_maintain(w->cache, ev_now_ms(loop)) >= 0 &&
+	    !ev_timer_armed(&w->cache_timer))
+		ev_timer_arm(loop, &w->t_cache, &w->cache_timer, on_cache_timer);
 	publish_stats(w);
 	if (w->stopping && w->nconns == 0)
 		ev_stop(loop);
@@ -136,6 +147,7 @@ int worker_run(struct zh_worker *w)
 	ev_timer_list_init(&w->t_linger, 2000);
 	ev_timer_list_init(&w->t_fcgi, cfg->fcgi_timeout_ms);
 	ev_timer_list_init(&w->t_fcgi_idle, cfg->fcgi_idle_ms);
+	ev_timer_list_init(&w->t_cache, 100);
 	ev_timer_list_init(&t_shutdown, cfg->shutdown_timeout_ms);
 	ev_timer_list_register(w->loop, &w->t_header);
 	ev_timer_list_register(w->loop, &w->t_idle);
@@ -143,11 +155,13 @@ int worker_run(struct zh_worker *w)
 	ev_timer_list_register(w->loop, &w->t_linger);
 	ev_timer_list_register(w->loop, &w->t_fcgi);
 	ev_timer_list_register(w->loop, &w->t_fcgi_idle);
+	ev_timer_list_register(w->loop, &w->t_cache);
 	ev_timer_list_register(w->loop, &t_shutdown);
 	struct cache_config cc = {
 		.budget = cfg->cache_bytes,
 		.max_entries = 8192,
 		.small_max = cfg->cache_small_max,
+		.owns_pages = cfg->cache_owns_pages,
 		.ttl_ms = cfg->cache_ttl_ms,
 		.policy = cfg->cache_policy,
 	};

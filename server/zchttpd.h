@@ -43,6 +43,7 @@ struct zh_config {
 	unsigned cache_ttl_ms;		/* revalidate entries older than this */
 	uint64_t cache_small_max;	/* bodies up to this live in memory */
 	const struct gds_policy *cache_policy;	/* replacement (gds.h) */
+	bool cache_owns_pages;		/* --page-cache policy (cache.c) */
 	unsigned io_threads;		/* helper threads per worker (0: none) */
 	bool io_uring;			/* --event io_uring (event_uring.c) */
 	struct zh_fcgi_route *fcgi;	/* FastCGI routes (fastcgi.h), in order */
@@ -82,6 +83,8 @@ struct zh_worker {
 	uint64_t stop_deadline_ms;
 	struct ev_timer_list t_header, t_idle, t_send, t_linger, t_fcgi;
 	struct ev_timer_list t_fcgi_idle;
+	struct ev_timer_list t_cache;	/* wakes the loop for cache_maintain */
+	struct ev_timer cache_timer;
 	struct zh_conn *conns;		/* list of open connections */
 	struct zh_conn *posted;		/* connections with handler work */
 	unsigned nconns;
