@@ -1,6 +1,7 @@
 /*
  * fuzz_http_parser.c - libFuzzer target: the request parser, and what the
- * server does with a parsed request (URI, Range, HTTP-date).
+ * server does with a parsed request (URI, Range, HTTP-date,
+ * Accept-Encoding).
  *
  * Besides "no crash, no sanitizer report", it asserts the parser's
  * contract:
@@ -20,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "http_accept.h"
 #include "http_parser.h"
 #include "uri.h"
 
@@ -184,6 +187,22 @@ static void check_range(const char *v, size_t n, uint64_t size)
 		CHECK(len > 0 && start < size && len <= size - start);
 }
 
+/* q-values within 0..1000, the same from a copy of exactly n bytes (so
+ * nothing past n was read: ASan sees the copy's end). */
+static void check_accept(const char *v, size_t n)
+{
+	struct http_codings a, b;
+	char *copy = malloc(n ? n : 1);
+
+	CHECK(copy);
+	memcpy(copy, v, n);
+	http_accept_encoding(v, n, &a);
+	http_accept_encoding(copy, n, &b);
+	free(copy);
+	CHECK(a.br <= 1000 && a.gzip <= 1000);
+	CHECK(a.br == b.br && a.gzip == b.gzip);
+}
+
 static void check_date(const char *v, size_t n)
 {
 	/* A fixed "now" (2025-01-01): results must not depend on the clock. */
@@ -250,6 +269,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (q->if_modified_since.p)
 			check_date(q->if_modified_since.p, q->if_modified_since.len);
+		for (i = 0; i < q->num_headers; i++)
+			if (q->headers[i].name.len == 15 &&
+			    !strncasecmp(q->headers[i].name.p, "accept-encoding", 15))
+				check_accept(q->headers[i].value.p,
+					     q->headers[i].value.len);
 	}
 
 	/* The raw input as a Range and an HTTP-date value too: a short cut
@@ -258,6 +282,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(copy);
 	memcpy(copy, data, size);
 	check_range(copy, size, size * 7);
+	check_accept(copy, size);
 	check_date(copy, size);
 	free(copy);
 	return 0;

@@ -33,7 +33,7 @@ fi
 cflags=(-g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer -Iserver)
 lib=(server/http_parser.c server/http_range.c server/http_date.c server/uri.c
-	server/fcgi_proto.c server/http_chunked.c)
+	server/fcgi_proto.c server/http_chunked.c server/http_accept.c)
 
 status=0
 for t in "${targets[@]}"; do
