@@ -11,7 +11,7 @@
 #   make deps     install what is missing (Debian packages, .venv)
 #   make clean    remove the build trees
 
-.PHONY: all build deps run test bench bench-static bench-fastcgi clean
+.PHONY: all build deps run test bench bench-static bench-fastcgi precompress clean
 
 all: build
 
@@ -35,6 +35,11 @@ bench-static: deps build
 
 bench-fastcgi: deps build
 	bench/zcbench fastcgi
+
+# FILE.br and FILE.gz next to a site's text files (zchttpd --precompressed on).
+precompress: deps
+	@test -n "$(DIR)" || { echo "usage: make precompress DIR=site-root" >&2; exit 2; }
+	server/zchttpd-precompress "$(DIR)"
 
 clean:
 	rm -rf build build-asan

@@ -30,6 +30,12 @@ struct cache {
 	struct page_drop_queue drops;	/* --page-cache policy (page_drop.h) */
 };
 
+const struct cache_coding_info cache_codings[CACHE_NCODINGS] = {
+	[CACHE_IDENTITY] = { "identity", "", "" },
+	[CACHE_BR] = { "br", ".br", "\x1f" "br" },
+	[CACHE_GZIP] = { "gzip", ".gz", "\x1f" "gzip" },
+};
+
 static uint64_t hash_key(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
@@ -252,17 +258,21 @@ static void prebuild_head(struct cache_entry *e)
 	int n = snprintf(e->head, sizeof(e->head),
 			 "Content-Type: %s\r\nContent-Length: %llu\r\n"
 			 "Last-Modified: %s\r\nETag: %s\r\n"
-			 "Accept-Ranges: bytes\r\n",
+			 "Accept-Ranges: bytes\r\n%s%s%s",
 			 e->mime, (unsigned long long)e->v.size, e->lastmod,
-			 e->etag);
+			 e->etag, e->coding ? "Content-Encoding: " : "",
+			 e->coding ? cache_codings[e->coding].name : "",
+			 e->coding ? "\r\n" : "");
 
 	e->head_len = n > 0 && (size_t)n < sizeof(e->head) ? (uint16_t)n : 0;
 }
 
 static struct cache_entry *entry_new(const char *key, const char *fs_path,
 				     int fd, const struct stat *st,
-				     uint64_t now_ms)
+				     uint64_t now_ms, enum cache_coding coding)
 {
+	size_t type_len = strlen(fs_path) - strlen(cache_codings[coding].suffix);
+
 	struct cache_entry *e = calloc(1, sizeof(*e));
 
 	if (!e)
@@ -276,11 +286,14 @@ static struct cache_entry *entry_new(const char *key, const char *fs_path,
 		return NULL;
 	}
 	zc_file_version(e->file, &e->v);
-	snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx\"",
+	/* A variant's own tag: never equal to the identity's. */
+	snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx%s%s\"",
 		 (unsigned long long)e->v.mtime_ns,
-		 (unsigned long long)e->v.size);
+		 (unsigned long long)e->v.size, coding ? "-" : "",
+		 coding ? cache_codings[coding].name : "");
 	http_date_format(e->v.mtime_ns / 1000000000, e->lastmod);
-	e->mime = mime_type(fs_path, strlen(fs_path));
+	e->coding = (uint8_t)coding;
+	e->mime = mime_type(fs_path, type_len);
 	prebuild_head(e);
 	e->checked_ms = now_ms;
 	e->hash = hash_key(key);
@@ -289,9 +302,15 @@ static struct cache_entry *entry_new(const char *key, const char *fs_path,
 
 struct cache_entry *cache_prepare(struct cache *c, const char *key,
 				  const char *fs_path, int fd,
-				  const struct stat *st, uint64_t now_ms)
+				  const struct stat *st, uint64_t now_ms,
+				  enum cache_coding coding, unsigned variants)
 {
-	struct cache_entry *e = entry_new(key, fs_path, fd, st, now_ms);
+	struct cache_entry *e = entry_new(key, fs_path, fd, st, now_ms, coding);
+
+	if (e) {
+		e->variants = (uint8_t)variants;
+		e->variants_checked_ms = now_ms;
+	}
 
 	if (e && e->v.size > 0 && (uint64_t)e->v.size <= c->cfg.small_max) {
 		e->body = read_body(c, e->file, (size_t)e->v.size);

@@ -31,6 +31,17 @@ struct stat;
  * fixed-size validators and a 20-digit length fit with margin. */
 #define CACHE_HEAD_MAX 320
 
+/* Content codings of precompressed files ("x.css.br" next to "x.css"). */
+enum cache_coding { CACHE_IDENTITY = 0, CACHE_BR = 1, CACHE_GZIP = 2 };
+#define CACHE_NCODINGS 3
+struct cache_coding_info {
+	const char *name;		/* Content-Encoding */
+	const char *suffix;		/* of the file */
+	const char *key;		/* appended to the identity's key; \x1f
+					 * never survives normalization */
+};
+extern const struct cache_coding_info cache_codings[CACHE_NCODINGS];
+
 struct cache_entry {
 	struct gds_entry g;		/* first: libgds hands this back */
 	struct cache_entry *hnext;	/* hash chain */
@@ -51,6 +62,10 @@ struct cache_entry {
 	 * Accept-Ranges, each ending in CRLF.  head_len 0: did not fit. */
 	char head[CACHE_HEAD_MAX];
 	uint16_t head_len;
+	uint8_t coding;			/* enum cache_coding of the body */
+	uint8_t variants;		/* identity: 1 << coding for each
+					 * precompressed file next to it */
+	uint64_t variants_checked_ms;	/* when they were last looked for */
 	bool drop_pages;		/* the policy let it go: drop its
 					 * page-cache pages when freed */
 };
@@ -90,6 +105,9 @@ void cache_put(struct cache *c, struct cache_entry *e);
  * pool, which locks): it takes an open regular file and the fstat its
  * opener just made -- the entry owns the descriptor from then on, and the
  * file is not stat'ed again -- and reads a small body into a pool buffer.
+ * `coding` is the body's content coding (a precompressed variant: its type
+ * comes from the name without the suffix, its ETag is its own), and
+ * `variants` the precompressed files found next to an identity file.
  * NULL only when out of memory (fd is then still the caller's).
  * cache_admit, on the loop thread, puts the prepared entry into the cache
  * if the budget allows; otherwise it stays a private entry that lives as
@@ -97,7 +115,8 @@ void cache_put(struct cache *c, struct cache_entry *e);
  */
 struct cache_entry *cache_prepare(struct cache *c, const char *key,
 				  const char *fs_path, int fd,
-				  const struct stat *st, uint64_t now_ms);
+				  const struct stat *st, uint64_t now_ms,
+				  enum cache_coding coding, unsigned variants);
 struct cache_entry *cache_admit(struct cache *c, struct cache_entry *e);
 /* A response in flight uses e: keep it (and out of eviction) until
  * cache_unpin. */

@@ -52,6 +52,8 @@ void options_usage(FILE *f)
 "                             docs/gds-cache.md)\n"
 "  --event epoll|io_uring     event loop (default epoll; io_uring: requests are\n"
 "                             received by multishot ring receives, docs/ARCHITECTURE.md)\n"
+"  --precompressed on|off     serve FILE.br or FILE.gz in place of FILE to clients\n"
+"                             that accept it (with Vary: Accept-Encoding; default off)\n"
 "  --page-cache policy|kernel what decides which file data stays in memory:\n"
 "                             policy (default): the cache's policy for every size\n"
 "                             (large files charged their size; pages of files it\n"
@@ -398,6 +400,14 @@ static int apply(struct options *o, const char *name, const char *val,
 				val, gds_policy_names(names, sizeof(names), " "));
 			return -1;
 		}
+	} else if (!strcmp(name, "precompressed")) {
+		NEED_VAL();
+		if (!strcmp(val, "on"))
+			c->precompressed = true;
+		else if (!strcmp(val, "off"))
+			c->precompressed = false;
+		else
+			goto bad;
 	} else if (!strcmp(name, "page-cache")) {
 		NEED_VAL();
 		if (!strcmp(val, "policy"))

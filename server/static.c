@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
@@ -27,6 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "http_accept.h"
 #include "http_parser.h"
 #include "cache.h"
 #include "diskio.h"
@@ -236,6 +238,8 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
 		resp_begin(&h, 304);
 		resp_add(&h, "ETag", e->etag);
 		resp_add(&h, "Last-Modified", e->lastmod);
+		if (e->coding || e->variants)	/* as the 200 would */
+			resp_add(&h, "Vary", "Accept-Encoding");
 		resp_end(&h, r->keep_alive);
 		r->status = 304;
 		return request_head_end(r, &h);
@@ -271,7 +275,13 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
 		resp_add(&h, "Last-Modified", e->lastmod);
 		resp_add(&h, "ETag", e->etag);
 		resp_add(&h, "Accept-Ranges", "bytes");
+		if (e->coding)
+			resp_add(&h, "Content-Encoding",
+				 cache_codings[e->coding].name);
 	}
+	/* Caches must key on Accept-Encoding wherever a variant exists. */
+	if (e->coding || e->variants)
+		resp_add(&h, "Vary", "Accept-Encoding");
 	if (status == 206)
 		resp_addf(&h, "Content-Range", "bytes %llu-%llu/%llu",
 			  (unsigned long long)start,
@@ -367,54 +377,160 @@ struct static_job {
 	uint64_t now;
 	int status;			/* 0: entry ready; else the status */
 	struct cache_entry *entry;	/* prepared, not admitted */
+	/* Precompressed files (--precompressed): */
+	uint8_t pref[CACHE_NCODINGS];	/* codings the client takes, best first */
+	unsigned npref;
+	struct cache_entry *ident;	/* the identity entry when it was a hit
+					 * (a reference), to look next to */
+	unsigned variants;		/* found next to the identity file */
+	bool looked;			/* variants looked for in this job */
+	struct cache_entry *ventry;	/* the variant prepared, not admitted */
+	enum cache_coding vcoding;	/* the one tried (0: none) */
 	char key[PATH_MAX_LEN + 2];
 	char path[PATH_MAX_LEN];
 };
 
-/* Open and prepare: the blocking half of a miss. */
+/* The precompressed files next to fs_path, as a mask of 1 << coding:
+ * regular files that open below the root like any request would. */
+static unsigned find_variants(const struct zh_worker *w, const char *fs_path)
+{
+	unsigned mask = 0;
+
+	for (unsigned c = 1; c < CACHE_NCODINGS; c++) {
+		char p[PATH_MAX_LEN + 32];
+		struct stat st;
+		int fd;
+
+		if ((size_t)snprintf(p, sizeof(p), "%s%s", fs_path,
+				     cache_codings[c].suffix) >= sizeof(p))
+			continue;
+		fd = open_beneath(w, w->rootfd, p);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			mask |= 1u << c;
+		close(fd);
+	}
+	return mask;
+}
+
+/* The best coding the client takes among `variants` (0: identity). */
+static enum cache_coding pick(const struct static_job *j, unsigned variants)
+{
+	for (unsigned i = 0; i < j->npref; i++)
+		if (variants & (1u << j->pref[i]))
+			return (enum cache_coding)j->pref[i];
+	return CACHE_IDENTITY;
+}
+
+/* Open and prepare the variant of `fs_path` in `coding`; a file that is
+ * gone or not regular any more leaves ventry NULL (identity is served). */
+static void prepare_variant(struct static_job *j, const char *fs_path,
+			    enum cache_coding coding)
+{
+	char p[PATH_MAX_LEN + 32], key[PATH_MAX_LEN + 16];
+	struct stat st;
+	int fd;
+
+	j->vcoding = coding;
+	if ((size_t)snprintf(p, sizeof(p), "%s%s", fs_path,
+			     cache_codings[coding].suffix) >= sizeof(p) ||
+	    (size_t)snprintf(key, sizeof(key), "%s%s", j->key,
+			     cache_codings[coding].key) >= sizeof(key))
+		return;
+	fd = open_beneath(j->w, j->w->rootfd, p);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return;
+	}
+	j->ventry = cache_prepare(j->w->cache, key, p, fd, &st, j->now,
+				  coding, 0);
+	if (!j->ventry)
+		close(fd);
+}
+
+/* Open and prepare: the blocking half of a miss (of the file, or of its
+ * precompressed variant next to a cached identity entry). */
 static void prepare(struct static_job *j)
 {
 	char fs_path[PATH_MAX_LEN + 16];
 	struct stat st;
-	int fd = open_target(j->w, j->path, j->up.len, j->up.trailing_slash,
-			     fs_path, sizeof(fs_path), &st, &j->status);
+	unsigned variants;
+	int fd;
 
+	if (j->ident) {
+		/* Look again (new or deleted variants), then prepare the
+		 * best one the client takes. */
+		j->variants = find_variants(j->w, j->ident->fs_path);
+		j->looked = true;
+		if (pick(j, j->variants))
+			prepare_variant(j, j->ident->fs_path,
+					pick(j, j->variants));
+		return;
+	}
+	fd = open_target(j->w, j->path, j->up.len, j->up.trailing_slash,
+			 fs_path, sizeof(fs_path), &st, &j->status);
 	if (fd < 0)
 		return;
 	if (j->w->diskio && (uint64_t)st.st_size > j->w->cfg->cache_small_max)
 		readahead(fd, 0, (size_t)st.st_size < READAHEAD_MAX ?
 				 (size_t)st.st_size : READAHEAD_MAX);
+	variants = j->w->cfg->precompressed ? find_variants(j->w, fs_path) : 0;
 	/* The entry takes the descriptor and its stat. */
 	j->entry = cache_prepare(j->w->cache, j->key, fs_path, fd, &st,
-				 j->now);
+				 j->now, CACHE_IDENTITY, variants);
 	if (!j->entry) {
 		close(fd);
 		j->status = 503;
+		return;
 	}
+	if (pick(j, variants))
+		prepare_variant(j, fs_path, pick(j, variants));
 }
 
-/* The loop half of a miss: admit the prepared entry and answer. */
+/* The loop half of a miss: admit what was prepared and answer with the
+ * variant if there is one, else the identity. */
 static int answer_prepared(struct zh_request *r, struct static_job *j)
 {
-	struct cache_entry *e;
+	struct cache_entry *e = j->ident, *v = NULL, *serve;
 	int err;
 
 	if (j->status == 301)
 		return redirect_slash(r, &j->up);
 	if (j->status)
 		return j->status;
-	e = cache_admit(r->w->cache, j->entry);
-	j->entry = NULL;
-	err = serve_entry(r, e);
+	if (!e) {
+		e = cache_admit(r->w->cache, j->entry);
+		j->entry = NULL;
+	} else {
+		j->ident = NULL;	/* its reference is ours now */
+	}
+	if (j->looked) {
+		e->variants = (uint8_t)j->variants;
+		e->variants_checked_ms = j->now;
+	}
+	if (j->ventry) {
+		v = cache_admit(r->w->cache, j->ventry);
+		j->ventry = NULL;
+	} else if (j->vcoding) {
+		e->variants &= (uint8_t)~(1u << j->vcoding);	/* gone */
+	}
+	serve = v ? v : e;
+	err = serve_entry(r, serve);
 	if (r->entry != e)
 		cache_put(r->w->cache, e);
+	if (v && r->entry != v)
+		cache_put(r->w->cache, v);
 	return err;
 }
 
 static void job_free(struct static_job *j)
 {
-	if (j->entry)
-		cache_put(j->w->cache, j->entry);
+	cache_put(j->w->cache, j->entry);
+	cache_put(j->w->cache, j->ventry);
+	cache_put(j->w->cache, j->ident);
 	free(j);
 }
 
@@ -447,14 +563,76 @@ static const struct zh_handler static_handler = {
 	.abort = job_abandon,
 };
 
+/* The codings the client takes that we could serve precompressed, best
+ * first (brotli before gzip at equal q: smaller). */
+static unsigned preferences(const struct zh_request *r, uint8_t *pref)
+{
+	const struct http_header *h;
+	struct http_codings q;
+	unsigned n = 0;
+
+	if (!r->w->cfg->precompressed ||
+	    !(h = http_find_header(&r->http, "Accept-Encoding")))
+		return 0;
+	http_accept_encoding(h->value.p, h->value.len, &q);
+	if (q.br && q.br >= q.gzip)
+		pref[n++] = CACHE_BR;
+	if (q.gzip)
+		pref[n++] = CACHE_GZIP;
+	if (q.br && q.br < q.gzip)
+		pref[n++] = CACHE_BR;
+	return n;
+}
+
+/* The cached variant for identity entry e that this client takes best, if
+ * it is cached (a reference), else NULL with *want the coding to load (0:
+ * none, or time to look for variants again: *recheck). */
+static struct cache_entry *cached_variant(struct zh_request *r,
+					  const struct cache_entry *e,
+					  const uint8_t *pref, unsigned npref,
+					  const char *key, size_t klen,
+					  bool *load)
+{
+	struct zh_worker *w = r->w;
+	uint64_t now = ev_now_ms(w->loop);
+	char vkey[PATH_MAX_LEN + 16];
+
+	*load = false;
+	if (!npref)
+		return NULL;
+	if (now - e->variants_checked_ms >= w->cfg->cache_ttl_ms) {
+		*load = true;	/* new or deleted .br/.gz: look again */
+		return NULL;
+	}
+	for (unsigned i = 0; i < npref; i++) {
+		const struct cache_coding_info *ci = &cache_codings[pref[i]];
+		struct cache_entry *v;
+
+		if (!(e->variants & (1u << pref[i])))
+			continue;
+		if (klen + strlen(ci->key) + 1 > sizeof(vkey))
+			return NULL;
+		memcpy(vkey, key, klen);
+		strcpy(vkey + klen, ci->key);
+		v = cache_lookup(w->cache, vkey, now);
+		if (!v)
+			*load = true;
+		return v;
+	}
+	return NULL;
+}
+
 int static_serve(struct zh_request *r)
 {
 	struct zh_worker *w = r->w;
 	const struct uri_path *up = &r->up;
 	char key[PATH_MAX_LEN + 2];
 	struct static_job *j, local;
-	struct cache_entry *e;
+	struct cache_entry *e, *v = NULL;
+	uint8_t pref[CACHE_NCODINGS];
+	unsigned npref = preferences(r, pref);
 	size_t klen = r->uri_len;
+	bool load = false;
 	int err;
 
 	/* The key is the normalized path with its trailing slash: "/dir"
@@ -466,35 +644,47 @@ int static_serve(struct zh_request *r)
 		key[klen++] = '/';
 	key[klen] = 0;
 	e = cache_lookup(w->cache, key, ev_now_ms(w->loop));
-	if (e) {
-		err = serve_entry(r, e);
+	if (e)
+		v = cached_variant(r, e, pref, npref, key, klen, &load);
+	if (e && !load) {
+		struct cache_entry *serve = v ? v : e;
+
+		err = serve_entry(r, serve);
 		if (r->entry != e)
 			cache_put(w->cache, e);
+		if (v && r->entry != v)
+			cache_put(w->cache, v);
 		return err;
 	}
-	/* A miss: prepare off the loop if we have helpers. */
+	/* A miss (of the file, or of the variant this client takes):
+	 * prepare off the loop if we have helpers. */
 	j = w->diskio ? malloc(sizeof(*j)) : &local;
-	if (!j)
+	if (!j) {
+		cache_put(w->cache, e);
 		return 503;
+	}
+	memset(j, 0, offsetof(struct static_job, key));
 	j->r = r;
 	j->w = w;
 	j->up = *up;
 	j->now = ev_now_ms(w->loop);
-	j->status = 0;
-	j->entry = NULL;
+	j->ident = e;		/* our reference goes with it */
+	memcpy(j->pref, pref, sizeof(pref));
+	j->npref = npref;
 	memcpy(j->key, key, klen + 1);
 	memcpy(j->path, r->uri + 1, up->len);
 	j->path[up->len] = 0;
 	if (!w->diskio) {
 		prepare(j);
 		err = answer_prepared(r, j);
-		if (j->entry)
-			cache_put(w->cache, j->entry);
+		cache_put(w->cache, j->entry);
+		cache_put(w->cache, j->ventry);
+		cache_put(w->cache, j->ident);
 		return err;
 	}
 	err = request_wait(r, &static_handler, j);
 	if (err) {
-		free(j);
+		job_free(j);
 		return err;
 	}
 	j->dj.work = job_work;

@@ -44,6 +44,7 @@ struct zh_config {
 	uint64_t cache_small_max;	/* bodies up to this live in memory */
 	const struct gds_policy *cache_policy;	/* replacement (gds.h) */
 	bool cache_owns_pages;		/* --page-cache policy (cache.c) */
+	bool precompressed;		/* serve FILE.br / FILE.gz (static.c) */
 	unsigned io_threads;		/* helper threads per worker (0: none) */
 	bool io_uring;			/* --event io_uring (event_uring.c) */
 	struct zh_fcgi_route *fcgi;	/* FastCGI routes (fastcgi.h), in order */
