@@ -77,6 +77,21 @@ void access_log_flush(struct access_log *l)
 	l->len = 0;
 }
 
+int access_log_reopen(struct access_log *l, const char *path)
+{
+	int fd;
+
+	if (!l || !path)
+		return 0;
+	access_log_flush(l);
+	fd = access_log_open_fd(path);
+	if (fd < 0)
+		return fd;
+	close(l->fd);
+	l->fd = fd;
+	return 0;
+}
+
 void access_log_close(struct access_log *l)
 {
 	if (!l)

@@ -23,6 +23,10 @@ void access_log_request(struct access_log *log,
 			uint64_t bytes);
 /* Write out what is buffered (called before the loop sleeps). */
 void access_log_flush(struct access_log *log);
+/* Write out what is buffered, then append to `path` from now on (SIGUSR1,
+ * after logrotate moved the file away).  On failure (-errno) the log goes
+ * on to the old file: lines are not lost. */
+int access_log_reopen(struct access_log *log, const char *path);
 void access_log_close(struct access_log *log);
 
 #endif

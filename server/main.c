@@ -12,6 +12,7 @@
  *                     new generation of workers on the same sockets (no
  *                     connection is refused meanwhile), stop the old one
  *                     gracefully.  The listen address cannot change.
+ *   SIGUSR1           reopen the access log (after logrotate moved it).
  *   a worker dies     it is replaced (at most 10 times a minute, then the
  *                     master gives up and stops: a crash loop is a bug to
  *                     report, not to hide).
@@ -157,15 +158,39 @@ static bool forget_old(struct master *m, pid_t pid)
 	return false;
 }
 
+static void signal_workers(const struct master *m, int sig)
+{
+	for (int i = 0; i < m->nworkers; i++)
+		if (m->pids[i] > 0)
+			kill(m->pids[i], sig);
+	for (size_t i = 0; i < sizeof(m->old) / sizeof(m->old[0]); i++)
+		if (m->old[i] > 0)
+			kill(m->old[i], sig);
+}
+
 static void stop_all(struct master *m)
 {
 	m->stopping = true;
-	for (int i = 0; i < m->nworkers; i++)
-		if (m->pids[i] > 0)
-			kill(m->pids[i], SIGTERM);
-	for (size_t i = 0; i < sizeof(m->old) / sizeof(m->old[0]); i++)
-		if (m->old[i] > 0)
-			kill(m->old[i], SIGTERM);
+	signal_workers(m, SIGTERM);
+}
+
+/* SIGUSR1 (logrotate): every worker reopens the access log by its path
+ * (each flushes what it buffered to the old file first); the master
+ * reopens its own copy, which workers started later inherit.  Master and
+ * workers run as the same user, so what one may open the others may. */
+static void reopen_logs(struct master *m)
+{
+	int fd;
+
+	if (!m->opt.cfg.access_log)
+		return;
+	fd = open_log(m->opt.cfg.access_log);
+	if (fd >= 0) {
+		if (m->logfd >= 0)
+			close(m->logfd);
+		m->logfd = fd;
+	}
+	signal_workers(m, SIGUSR1);
 }
 
 static bool any_alive(const struct master *m)
@@ -338,6 +363,21 @@ int main(int argc, char **argv)
 	m.logfd = open_log(m.opt.cfg.access_log);
 	if (m.opt.cfg.access_log && m.logfd < 0)
 		return 1;
+	if (m.opt.check_only) {
+		/* -t: what start-up would refuse, refused above; the user
+		 * too.  The address is only parsed: binding it would fail
+		 * against the running server a check is usually made for. */
+		if (m.opt.user && !getpwnam(m.opt.user)) {
+			fprintf(stderr, "zchttpd: --user %s: no such user\n",
+				m.opt.user);
+			return 1;
+		}
+		fprintf(stderr, "zchttpd: %s%s%sthe options are ok\n",
+			m.opt.config ? "configuration file " : "",
+			m.opt.config ? m.opt.config : "",
+			m.opt.config ? " and " : "");
+		return 0;
+	}
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	m.nworkers = m.opt.cfg.workers ? m.opt.cfg.workers
 				       : (int)(ncpu > 0 ? ncpu : 1);
@@ -369,6 +409,7 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGQUIT);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 
@@ -393,6 +434,9 @@ int main(int argc, char **argv)
 		case SIGHUP:
 			if (!m.stopping)
 				reload(&m);
+			break;
+		case SIGUSR1:
+			reopen_logs(&m);
 			break;
 		default:
 			stop_all(&m);

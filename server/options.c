@@ -78,6 +78,8 @@ void options_usage(FILE *f)
 "                             (default 2000; it holds an app process meanwhile)\n"
 "  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
 "  --user NAME                drop privileges to NAME after binding\n"
+"  -t, --check-config         check the options (and --config file), the root,\n"
+"                             the address and the log; print the verdict, exit\n"
 "  --help, --version\n", gds_policy_names(names, sizeof(names), "|"));
 }
 
@@ -526,6 +528,10 @@ int options_parse(struct options *o, int argc, char **argv)
 		if (!strcmp(a, "--version")) {
 			o->version = true;
 			return 0;
+		}
+		if (!strcmp(a, "-t") || !strcmp(a, "--check-config")) {
+			o->check_only = true;
+			continue;
 		}
 		if (strncmp(a, "--", 2) || !a[2]) {
 			fprintf(stderr, "zchttpd: unexpected argument '%s'\n", a);

@@ -14,6 +14,7 @@ struct options {
 	const char *config;	/* --config FILE, re-read on SIGHUP */
 	const char *user;	/* --user NAME */
 	bool help, version;
+	bool check_only;	/* -t: check the options and exit */
 	struct opt_str *strings;	/* the values' copies (options.c) */
 	unsigned fcgi_cap;		/* room in cfg.fcgi */
 };

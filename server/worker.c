@@ -5,7 +5,8 @@
  * the middle of connection code.  SIGTERM (or SIGINT, SIGQUIT) starts a
  * graceful stop: the worker stops accepting, closes idle connections at
  * once, lets in-flight responses finish, and exits when the last
- * connection is gone or the shutdown deadline passes.
+ * connection is gone or the shutdown deadline passes.  SIGUSR1 reopens the
+ * access log (the master forwards it; main.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -56,6 +57,14 @@ static void on_signal(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT ||
 		    si.ssi_signo == SIGQUIT)
 			begin_stop(w);
+		if (si.ssi_signo == SIGUSR1) {
+			int err = access_log_reopen(w->log, w->cfg->access_log);
+
+			if (err)
+				fprintf(stderr, "zchttpd: reopening %s: %s (still "
+					"writing to the old file)\n",
+					w->cfg->access_log, strerror(-err));
+		}
 		/* SIGHUP is the master's business: it starts new workers and
 		 * stops us with SIGTERM. */
 	}
@@ -131,6 +140,7 @@ int worker_run(struct zh_worker *w)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGQUIT);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);	/* iol_write reports EPIPE instead */
 	w->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);

@@ -327,7 +327,7 @@ resident() { fincore -n -b -o RES "$1" | tr -d ' '; }
 # them (tmpfs), so the test below runs on a real disk.
 uncache() {
 	local f ok
-	for _ in $(seq 20); do
+	for _ in $(seq 50); do
 		python3 -c 'import os,sys
 for p in sys.argv[1:]:
     fd = os.open(p, os.O_RDONLY); os.fsync(fd)
@@ -337,6 +337,7 @@ for p in sys.argv[1:]:
 		[ "$ok" = 1 ] && return 0
 		sleep 0.1
 	done
+	fincore "$@"	# shown on failure
 	return 1
 }
 
@@ -371,11 +372,12 @@ count_resident() {
 	# pages stay -- once the dropped one's last pages, still held by the
 	# client's socket at first, went on the retry (page_drop.h: 100 ms,
 	# 1 s).
-	for _ in $(seq 30); do
+	for _ in $(seq 50); do
 		[ "$(count_resident "$ROOT/big1.bin" "$ROOT/big2.bin")" -eq 1 ] && break
 		sleep 0.1
 	done
 	[ "$(resident "$ROOT/small.bin")" = 0 ]
+	fincore "$ROOT/small.bin" "$ROOT/big1.bin" "$ROOT/big2.bin"; cache_status	# shown on failure
 	[ "$(count_resident "$ROOT/big1.bin" "$ROOT/big2.bin")" -eq 1 ]
 	read -r pol _ _ ev na _ _ < <(cache_status)
 	[ $((ev + na)) -ge 1 ]
@@ -395,6 +397,45 @@ count_resident() {
 	[ "$(count_resident "$ROOT/small.bin" "$ROOT/big1.bin" "$ROOT/big2.bin")" -eq 3 ]
 	run "$ZCHTTPD" --root "$ROOT" --page-cache lru
 	[ "$status" -eq 2 ]
+}
+
+@test "-t checks the options and the config file without starting, naming the file and line of an error" {
+	run "$ZCHTTPD" -t --root "$ROOT"
+	[ "$status" -eq 0 ]; [[ "$output" == *"the options are ok"* ]]
+	printf 'root %s\nworkers 2\naccess-log %s\n' "$ROOT" "$BATS_TEST_TMPDIR/t.log" > "$BATS_TEST_TMPDIR/ok.conf"
+	run "$ZCHTTPD" --check-config --config "$BATS_TEST_TMPDIR/ok.conf"
+	[ "$status" -eq 0 ]; [[ "$output" == *"$BATS_TEST_TMPDIR/ok.conf"*"ok"* ]]
+	printf 'root %s\n# fine\ncache-size lots\n' "$ROOT" > "$BATS_TEST_TMPDIR/bad.conf"
+	run "$ZCHTTPD" -t --config "$BATS_TEST_TMPDIR/bad.conf"
+	[ "$status" -eq 2 ]; [[ "$output" == *"$BATS_TEST_TMPDIR/bad.conf line 3"* ]]
+	run "$ZCHTTPD" -t --root "$BATS_TEST_TMPDIR/nonexistent"
+	[ "$status" -eq 1 ]
+	run "$ZCHTTPD" -t --root "$ROOT" --access-log /nonexistent-dir/x.log
+	[ "$status" -eq 1 ]
+	run "$ZCHTTPD" -t --root "$ROOT" --user no-such-user-zc
+	[ "$status" -eq 1 ]
+	# -t on the running server's own address: a check does not bind.
+	run "$ZCHTTPD" -t --root "$ROOT" --listen "127.0.0.1:$PORT"
+	[ "$status" -eq 0 ]
+}
+
+@test "SIGUSR1 reopens the access log (logrotate): no line lost, new lines in the new file" {
+	teardown
+	log="$BATS_TEST_TMPDIR/access.log"
+	start_server --workers 2
+	for i in 1 2 3; do curl -s -o /dev/null "$URL/small.txt?before=$i"; done
+	mv "$log" "$log.1"
+	kill -USR1 "$PID"
+	for _ in $(seq 50); do [ -e "$log" ] && break; sleep 0.05; done
+	sleep 0.2	# both workers took the signal
+	for i in 1 2 3 4 5 6; do curl -s -o /dev/null "$URL/small.txt?after=$i"; done
+	# The workers flush before they sleep; give them a moment.
+	for _ in $(seq 50); do [ "$(grep -c after= "$log" 2>/dev/null)" -ge 6 ] && break; sleep 0.05; done
+	[ "$(grep -c 'before=' "$log.1")" -eq 3 ]
+	[ "$(grep -c 'after=' "$log.1")" -eq 0 ]
+	[ "$(grep -c 'after=' "$log")" -eq 6 ]
+	[ "$(grep -c 'before=' "$log")" -eq 0 ]
+	kill -0 "$PID"	# still serving
 }
 
 # cache counters and policy name from the status endpoint, one line.
