@@ -15,7 +15,7 @@ DEB_PACKAGES=(
 	libcmocka-dev bats liburing-dev
 	python3 python3-venv python3-pip
 	musl-tools clang libclang-rt-14-dev
-	curl strace util-linux-extra brotli
+	curl strace util-linux-extra brotli man-db
 	wrk nginx-light h2o hyperfine
 	# kernel-patch/: Debian's 6.1 source, its build tools, the qemu lane
 	linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils
