@@ -1,4 +1,4 @@
-"""zcbench's command line: `zcbench ipc|static|fastcgi|preload|load ...`.
+"""zcbench's command line: `zcbench ipc|static|fastcgi|replay|preload|load ...`.
 
 Exit status: 0 success, 1 the benchmark failed (a server did not start, wrk
 errors above the threshold, a load check failed), 2 bad usage.
@@ -180,8 +180,42 @@ def build_parser():
     fc.add_argument("--no-plot", action="store_true", help="skip the PNG figures")
     fc.add_argument("--no-pin", dest="pin", action="store_false",
                     help="do not pin the servers and wrk to separate CPUs")
+    from .replay import POLICIES as REPLAY_POLICIES
+    rpl = sub.add_parser(
+        "replay", help="play a request trace against zchttpd (per cache policy), nginx and h2o",
+        description="Make a document root from a trace (docs/trace-format.md; every object a "
+                    "file of its size) and play its first --requests requests once, in order, "
+                    "over --connections persistent connections (wrk + replay.lua), against "
+                    "each server started afresh under a CPU quota of --server-cpu; check every "
+                    "status; report requests/s, MB/s, errors and, for zchttpd, the cache hit "
+                    "ratio beside gdssim's for the same requests, policy and cache size.  "
+                    "Writes results.csv/summary.csv/results.json and replay.png into --out.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    rpl.add_argument("--trace", required=True, help="the trace file")
+    rpl.add_argument("--requests", type=_positive, default=100000, help="requests played (a prefix)")
+    rpl.add_argument("--servers", type=_list(("zchttpd", "nginx", "h2o")), default="zchttpd,nginx,h2o",
+                     help="servers to compare")
+    rpl.add_argument("--policies", type=_list(REPLAY_POLICIES), default="gdsf,gds1,lru",
+                     help="zchttpd --cache-policy values, one configuration each")
+    rpl.add_argument("--cache-size", default="5%",
+                     help="zchttpd's (and gdssim's) cache: a percentage of the played objects' "
+                          "bytes, or bytes (k/m/g)")
+    rpl.add_argument("--page-cache", choices=("policy", "kernel"), default="policy",
+                     help="zchttpd --page-cache: its cache's policy, or Linux's page cache, decides "
+                          "what file data stays in memory")
+    rpl.add_argument("--connections", type=_positive, default=16, help="wrk connections (-c)")
+    rpl.add_argument("--runs", type=_positive, default=3, help="interleaved repetitions (median reported)")
+    rpl.add_argument("--server-cpu", type=_fraction, default="0.5",
+                     help="CPU budget of every server, a fraction of one CPU; 0: no quota")
+    rpl.add_argument("--out", default=None, help="result directory (default build/bench/replay-<timestamp>)")
+    rpl.add_argument("--root-base", default=None,
+                     help="where document roots are kept (default build/bench/replay-roots)")
+    rpl.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    rpl.add_argument("--no-plot", action="store_true", help="skip the PNG figure")
+    rpl.add_argument("--no-pin", dest="pin", action="store_false",
+                     help="do not pin the servers and wrk to separate CPUs")
     p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc, "pool": po, "preload": pre,
-                  "fastcgi": fc}
+                  "fastcgi": fc, "replay": rpl}
     return p
 
 
@@ -227,6 +261,38 @@ def cmd_static(a):
     for msg in problems:
         print(f"zcbench: errors: {msg}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def cmd_replay(a):
+    from . import replay
+    if a.out is None:
+        a.out = os.path.join(build_dir(), "bench", "replay-" + time.strftime("%Y%m%d-%H%M%S"))
+    if a.root_base is None:
+        a.root_base = os.path.join(build_dir(), "bench", "replay-roots")
+    a.workers = 1
+    try:
+        meta, rows, summary = replay.run(a)
+    except replay.TraceError as e:
+        print(f"zcbench: {e}", file=sys.stderr)
+        return USAGE_EXIT
+    replay.write_all(a.out, meta, rows, summary)
+    fig = None
+    if not a.no_plot:
+        try:
+            fig = replay.plot(a.out, summary, meta)
+        except ImportError:
+            print("zcbench: matplotlib missing (run ci/deps.sh): no PNG figure", file=sys.stderr)
+    if a.json:
+        json.dump({"summary": summary, "out": a.out, "meta": meta}, sys.stdout, indent=1)
+        print()
+    else:
+        print(replay.table(summary))
+    print(f"zcbench: results in {a.out}" + (f" ({os.path.basename(fig)})" if fig else ""),
+          file=sys.stderr)
+    bad = [s for s in summary if s["errors"]]
+    for s in bad:
+        print(f"zcbench: errors: {s['server']}: {s['errors']} bad answers", file=sys.stderr)
+    return 1 if bad else 0
 
 
 def cmd_fastcgi(a):
@@ -357,6 +423,8 @@ def main(argv=None):
             return cmd_pool(a)
         if a.cmd == "fastcgi":
             return cmd_fastcgi(a)
+        if a.cmd == "replay":
+            return cmd_replay(a)
         if a.cmd == "preload":
             from . import preload_cli
             return preload_cli.cmd_preload(a)

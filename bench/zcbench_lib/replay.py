@@ -1,0 +1,392 @@
+"""`zcbench replay`: a request trace played against the live servers.
+
+The trace (docs/trace-format.md; access logs through bench/trace/clf2trace.py)
+becomes a document root -- every object a file of its size, `/o/ID` -- and a
+request list, the first --requests requests in order.  wrk plays that list
+once over --connections persistent connections (replay.lua: one Lua state
+hands the requests out in order; every answer's status is checked; the run
+ends at the last answer), against each server started afresh (cold cache)
+under the same CPU budget as the other web benchmarks (budget.py, cpu.py's
+client-bound marking):
+
+  zchttpd-POLICY  zchttpd --workers 1 --cache-policy POLICY --cache-size B
+                  for every --policies entry; its cache hit ratio is read
+                  from its status endpoint (hits and misses during the run)
+                  and put beside gdssim's for the same requests, policy and
+                  cache size
+  nginx, h2o      servers.py's configurations (nginx with open_file_cache)
+
+The live and simulated hit ratios differ for known reasons: the server sees
+the requests of --connections connections interleaved as they complete, not
+strictly in trace order; its cache charges each entry 512 bytes besides the
+body (gdssim charges the size only) and rounds small bodies to the pool's
+buffer sizes; and a file is revalidated (one stat) every --cache-ttl.
+
+Objects' content is deterministic (a fixed random block, shifted by the id),
+starts with "o:" so that no body begins like a filler answer (replay.lua),
+and is written once per object set under build/bench/replay-roots/.
+"""
+import hashlib
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import build_dir, pinning, servers, wrk
+from . import budget as bg
+from . import report
+from .cpu import children_cpu_seconds, children_waits
+from .static import measure, setup
+
+LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replay.lua")
+FILLER_FILE = "zcbench-filler"
+FILLER_BODY = b"zcbench-filler\n"
+STATUS_MARK = '{"workers":'        # zchttpd's status page begins so
+POLICIES = ("gds1", "gdsp", "gdsf", "gdsf-all", "lru")
+PEERS = ("nginx", "h2o")
+_BLOCK = random.Random(0x5eed).randbytes(1 << 20)
+
+
+class TraceError(ValueError):
+    pass
+
+
+# -- the trace ------------------------------------------------------------------
+
+def read_trace(path, limit=None):
+    """[(object_id, size)] of the first `limit` requests (all if None), in
+    order.  The format's rules: '#' lines and blank lines carry nothing; a
+    request has 3 or 6 fields; ids and sizes are plain decimal integers,
+    sizes > 0.  TraceError names the line of anything else."""
+    reqs = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            s = line.strip()
+            if not s or s.startswith("#"):
+                continue
+            fields = s.split()
+            if len(fields) not in (3, 6) or not (fields[1].isdigit() and fields[2].isdigit()):
+                raise TraceError(f"{path}:{lineno}: not a trace request: {s[:80]!r}")
+            size = int(fields[2])
+            if size <= 0:
+                raise TraceError(f"{path}:{lineno}: size must be > 0")
+            reqs.append((int(fields[1]), size))
+            if limit is not None and len(reqs) >= limit:
+                break
+    if not reqs:
+        raise TraceError(f"{path}: no requests")
+    return reqs
+
+
+def objects(reqs):
+    """{object_id: size}: each object at its largest size (a size change is a
+    new version; serving the largest keeps every request's length at least
+    its own)."""
+    objs = {}
+    for oid, size in reqs:
+        if size > objs.get(oid, 0):
+            objs[oid] = size
+    return objs
+
+
+def content(oid, size):
+    """The bytes of object `oid` at `size`: "o:" then the fixed block from an
+    offset that depends on the id, repeated as needed."""
+    off = (oid * 2654435761) % len(_BLOCK)
+    need = max(0, size - 2)
+    body = bytearray(b"o:")
+    while len(body) - 2 < need:
+        chunk = _BLOCK[off:off + (need - (len(body) - 2))]
+        body += chunk
+        off = 0
+    return bytes(body[:size])
+
+
+def root_id(objs):
+    """A name for this set of objects (the root is reused when it matches)."""
+    h = hashlib.sha256()
+    for oid in sorted(objs):
+        h.update(b"%d %d\n" % (oid, objs[oid]))
+    return h.hexdigest()[:16]
+
+
+def make_root(base, objs, log=sys.stderr):
+    """The document root for objs under base/<root_id>: o/ID files, an
+    index.html (the servers' start probe) and the filler file.  Written once;
+    a root whose marker says it is complete is reused."""
+    root = os.path.join(base, root_id(objs))
+    marker = os.path.join(root, ".complete")
+    if os.path.exists(marker):
+        return root
+    os.makedirs(os.path.join(root, "o"), exist_ok=True)
+    total = sum(objs.values())
+    print(f"zcbench: writing {len(objs):,} objects ({total / 1e6:,.1f} MB) under {root}",
+          file=log, flush=True)
+    for oid, size in objs.items():
+        with open(os.path.join(root, "o", str(oid)), "wb") as f:
+            f.write(content(oid, size))
+    with open(os.path.join(root, "index.html"), "w") as f:
+        f.write("<h1>zcbench replay</h1>\n")
+    with open(os.path.join(root, FILLER_FILE), "wb") as f:
+        f.write(FILLER_BODY)
+    for d, _, _ in os.walk(root):
+        os.chmod(d, 0o755)
+    with open(marker, "w") as f:
+        f.write(f"{len(objs)} objects {total} bytes\n")
+    return root
+
+
+def write_list(path, reqs):
+    with open(path, "w") as f:
+        for oid, _ in reqs:
+            f.write(f"/o/{oid}\n")
+
+
+def write_trace(path, reqs):
+    """The played requests as a trace of their own (what gdssim replays)."""
+    with open(path, "w") as f:
+        f.write("# zctrace 1\n")
+        for i, (oid, size) in enumerate(reqs):
+            f.write(f"{i} {oid} {size}\n")
+
+
+def parse_cache_size(text, unique_bytes):
+    """--cache-size: "5%" of the played objects' bytes, or bytes with an
+    optional k/m/g suffix (binary).  At least 64 KiB."""
+    t = text.strip().lower()
+    try:
+        if t.endswith("%"):
+            n = int(float(t[:-1]) / 100 * unique_bytes)
+        else:
+            mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(t[-1:], 1)
+            n = int(float(t[:-1] if t[-1:] in "kmg" else t) * mult)
+    except ValueError:
+        raise TraceError(f"bad cache size {text!r} (examples: 5%, 64m)") from None
+    return max(n, 64 << 10)
+
+
+def simulate(trace_path, policies, cache_bytes):
+    """{policy: object hit ratio} from gdssim for the played requests."""
+    gdssim = os.path.join(build_dir(), "gds-cache", "gdssim")
+    if not os.access(gdssim, os.X_OK):
+        raise servers.ServerError(f"{gdssim} is not built (run `make`)")
+    p = subprocess.run([gdssim, "--trace", trace_path, "--policy", ",".join(policies),
+                        "--cache-size", str(cache_bytes), "--json"],
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise servers.ServerError(f"gdssim failed: {p.stderr.strip()}")
+    return {r["policy"]: r["hit_ratio"] for r in json.loads(p.stdout)["results"]}
+
+
+# -- one run --------------------------------------------------------------------
+
+def play(srv, list_path, connections, client_cpus, filler, mark, time_limit_s):
+    """wrk plays the list once against srv (replay.lua); a wrk.WrkResult
+    (requests, duration, bytes, bad answers as non_2xx_3xx) with the
+    client's CPU time.  WrkError if the run did not complete."""
+    out = list_path + ".result.json"
+    if os.path.exists(out):
+        os.unlink(out)
+    argv = [wrk.find_wrk(), "-t1", f"-c{connections}", f"-d{int(time_limit_s)}s", "-s", LUA,
+            srv.url("/"), "--", list_path, filler, mark, out]
+    cpu0, waits0 = children_cpu_seconds(), children_waits()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=time_limit_s + 30,
+                           preexec_fn=pinning.preexec(client_cpus))
+    except subprocess.TimeoutExpired:
+        raise wrk.WrkError(f"wrk did not finish: {' '.join(argv)}") from None
+    if not os.path.exists(out):
+        raise wrk.WrkError(f"the replay did not complete in {time_limit_s:.0f} s against "
+                           f"{srv.name} (exit {p.returncode}):\n{p.stdout}{p.stderr}")
+    with open(out) as f:
+        got = json.load(f)
+    r = wrk.WrkResult(requests=got["requests"], duration_s=got["elapsed_s"],
+                      bytes_read=got["bytes"], non_2xx_3xx=got["bad"])
+    r.requests_per_s = r.requests / r.duration_s if r.duration_s else 0.0
+    r.bytes_per_s = r.bytes_read / r.duration_s if r.duration_s else 0.0
+    r.client_cpu_s = children_cpu_seconds() - cpu0
+    r.client_waits = children_waits() - waits0
+    r.bad_statuses = got.get("bad_statuses", {})
+    return r
+
+
+def cache_counts(srv):
+    st = servers.zchttpd_status(srv.port)["cache"]
+    return st["hits"], st["misses"]
+
+
+def configs(opts):
+    """[(label, server name, extra args, policy or None)]."""
+    out = [(f"zchttpd-{p}", "zchttpd", ["--cache-policy", p, "--cache-size", str(opts.cache_bytes),
+                                        "--page-cache", opts.page_cache], p)
+           for p in opts.policies]
+    out += [(s, s, [], None) for s in opts.servers if s != "zchttpd"]
+    return out
+
+
+def run(opts, log=sys.stderr):
+    """Play the trace against every configuration, --runs times interleaved.
+    Returns (meta, rows, summary)."""
+    wrk.find_wrk()
+    budget = bg.Budget(opts.server_cpu)
+    reqs = read_trace(opts.trace, opts.requests)
+    objs = objects(reqs)
+    unique = sum(objs.values())
+    opts.cache_bytes = parse_cache_size(opts.cache_size, unique)
+    opts.sizes, opts.modes, opts.duration_s = [], ["keepalive"], 0.0   # for setup()'s meta
+    root = make_root(opts.root_base, objs, log)
+    os.makedirs(opts.out, exist_ok=True)
+    list_path = os.path.join(opts.out, "requests.txt")
+    trace_path = os.path.join(opts.out, "played.trace")
+    write_list(list_path, reqs)
+    write_trace(trace_path, reqs)
+    sim = simulate(trace_path, opts.policies, opts.cache_bytes) if opts.policies else {}
+    meta, server_cpus, client_cpus = setup(opts, "replay", [c[0] for c in configs(opts)], budget, log)
+    meta.update(trace=os.path.abspath(opts.trace), requests=len(reqs), objects=len(objs),
+                unique_bytes=unique, cache_bytes=opts.cache_bytes, root=root, simulated=sim)
+    print(f"zcbench: {len(reqs):,} requests for {len(objs):,} objects ({unique / 1e6:,.1f} MB); "
+          f"zchttpd cache {opts.cache_bytes / 1e6:,.1f} MB; gdssim hit ratios "
+          + ", ".join(f"{p} {h:.3f}" for p, h in sim.items()), file=log, flush=True)
+    tmp = tempfile.mkdtemp(prefix="zcbench-replay-")
+    cfgs = configs(opts)
+    rows = []
+    time_limit = max(60.0, len(reqs) / 500.0)
+    point, total = 0, opts.runs * len(cfgs)
+    for run_no in range(1, opts.runs + 1):
+        k = (run_no - 1) % len(cfgs)
+        for label, name, extra, policy in cfgs[k:] + cfgs[:k]:
+            point += 1
+            print(f"[{point}/{total}] run {run_no}/{opts.runs} {label} ... ", end="", file=log,
+                  flush=True)
+            srv = servers.Server(name, root, tmp, workers=1, extra_args=extra, cpus=server_cpus,
+                                 budget=budget, private_copy=True, label=label)
+            try:
+                srv.start()
+                filler, mark = (("/.zc/status", STATUS_MARK) if name == "zchttpd"
+                                else ("/" + FILLER_FILE, FILLER_BODY.decode()))
+                before = cache_counts(srv) if name == "zchttpd" else None
+                res, fields = measure(srv, lambda: play(srv, list_path, opts.connections,
+                                                        client_cpus, filler, mark, time_limit),
+                                      client_cpus, 1)
+                after = cache_counts(srv) if name == "zchttpd" else None
+            finally:
+                srv.stop()
+            row = {"run": run_no, "server": label, "policy": policy, "requests": res.requests,
+                   "duration_s": res.duration_s, "requests_per_s": res.requests_per_s,
+                   "mbytes_per_s": res.bytes_per_s / 1e6, "errors": res.non_2xx_3xx,
+                   "bad_statuses": res.bad_statuses, **fields}
+            if before is not None:
+                hits, misses = after[0] - before[0], after[1] - before[1]
+                row["hit_ratio"] = hits / (hits + misses) if hits + misses else None
+                row["sim_hit_ratio"] = sim.get(policy)
+            rows.append(row)
+            note = "  (client-bound)" if row["client_bound"] else ""
+            if row["errors"]:
+                note += f"  ({row['errors']} bad answers: {row['bad_statuses']})"
+            hr = f", hit ratio {row['hit_ratio']:.3f} (gdssim {row['sim_hit_ratio']:.3f})" \
+                if row.get("hit_ratio") is not None else ""
+            print(f"{row['requests_per_s']:,.0f} req/s{hr}{note}", file=log, flush=True)
+    summary = summarize(rows)
+    meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    return meta, rows, summary
+
+
+def summarize(rows):
+    """Per configuration: medians over the runs that were not client-bound
+    (all runs if every one was), the hit ratios, and the ratio of its median
+    req/s to nginx's and h2o's."""
+    by = {}
+    for r in rows:
+        by.setdefault(r["server"], []).append(r)
+    out = []
+    for label, rs in by.items():
+        use = [r for r in rs if not r["client_bound"]] or rs
+        s = {"server": label, "runs": len(rs), "runs_counted": len([r for r in rs if not r["client_bound"]]),
+             "rps_median": statistics.median(r["requests_per_s"] for r in use),
+             "rps_min": min(r["requests_per_s"] for r in use),
+             "rps_max": max(r["requests_per_s"] for r in use),
+             "mbytes_per_s_median": statistics.median(r["mbytes_per_s"] for r in use),
+             "cpu_us_per_req_median": report.median_of(use, "server_cpu_us_per_req"),
+             "errors": sum(r["errors"] for r in rs)}
+        hrs = [r["hit_ratio"] for r in use if r.get("hit_ratio") is not None]
+        if hrs:
+            s["hit_ratio_median"] = statistics.median(hrs)
+            s["sim_hit_ratio"] = use[0].get("sim_hit_ratio")
+        out.append(s)
+    med = {s["server"]: s["rps_median"] for s in out}
+    for s in out:
+        for peer in PEERS:
+            if peer in med and s["server"] != peer and med[peer]:
+                s[f"ratio_vs_{peer}"] = s["rps_median"] / med[peer]
+    return out
+
+
+def table(summary):
+    """The summary as a Markdown table."""
+    head = ["server", "req/s median (range)", "MB/s", "CPU us/req", "hit ratio live", "gdssim",
+            "vs nginx", "vs h2o", "errors"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in summary:
+        def f(k, fmt):
+            return "-" if s.get(k) is None else format(s[k], fmt)
+        lines.append("| " + " | ".join([
+            s["server"] + ("" if s["runs_counted"] else "*"),
+            f"{s['rps_median']:,.0f} ({s['rps_min']:,.0f}-{s['rps_max']:,.0f})",
+            f("mbytes_per_s_median", ",.1f"), f("cpu_us_per_req_median", ".1f"),
+            f("hit_ratio_median", ".3f"), f("sim_hit_ratio", ".3f"),
+            f("ratio_vs_nginx", ".2f"), f("ratio_vs_h2o", ".2f"), str(s["errors"])]) + " |")
+    return "\n".join(lines)
+
+
+def write_all(out_dir, meta, rows, summary):
+    fields = ["run", "server", "policy", "requests", "duration_s", "requests_per_s", "mbytes_per_s",
+              "errors", "hit_ratio", "sim_hit_ratio", "server_cpu_s", "server_cpu_us_per_req",
+              "server_cpu_util", "client_cpu_util", "client_bound"]
+    report.write_csv(os.path.join(out_dir, "results.csv"), rows, fields)
+    report.write_csv(os.path.join(out_dir, "summary.csv"), summary,
+                     ["server", "runs", "runs_counted", "rps_median", "rps_min", "rps_max",
+                      "mbytes_per_s_median", "cpu_us_per_req_median", "hit_ratio_median",
+                      "sim_hit_ratio", "ratio_vs_nginx", "ratio_vs_h2o", "errors"])
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump({"meta": meta, "runs": rows, "summary": summary}, f, indent=1)
+        f.write("\n")
+
+
+def plot(out_dir, summary, meta, dpi=80):
+    """replay.png: requests/s per server (median, range), and for zchttpd's
+    policies the live hit ratio beside gdssim's."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=dpi)
+    names = [s["server"] for s in summary]
+    med = [s["rps_median"] for s in summary]
+    err = [[m - s["rps_min"] for m, s in zip(med, summary)], [s["rps_max"] - m for m, s in zip(med, summary)]]
+    a.bar(names, med, yerr=err, color=["tab:red" if n.startswith("zchttpd") else "tab:gray" for n in names])
+    a.set_ylabel("requests/s (median of runs)")
+    a.set_title("trace replay")
+    a.tick_params(axis="x", rotation=30)
+    z = [s for s in summary if s.get("hit_ratio_median") is not None]
+    x = range(len(z))
+    b.bar([i - 0.2 for i in x], [s["hit_ratio_median"] for s in z], width=0.4, label="zchttpd (live)",
+          color="tab:red")
+    b.bar([i + 0.2 for i in x], [s["sim_hit_ratio"] or 0 for s in z], width=0.4, label="gdssim",
+          color="tab:blue")
+    b.set_xticks(list(x))
+    b.set_xticklabels([s["server"].replace("zchttpd-", "") for s in z])
+    b.set_ylim(0, 1)
+    b.set_ylabel("object hit ratio")
+    b.set_title(f"cache {meta['cache_bytes'] / 1e6:.1f} MB of {meta['unique_bytes'] / 1e6:.1f} MB")
+    b.legend()
+    fig.suptitle(f"{meta['requests']:,} requests, {meta['objects']:,} objects; "
+                 f"{report.budget_note(meta)}", fontsize=9)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "replay.png")
+    fig.savefig(path)
+    plt.close(fig)
+    return path
