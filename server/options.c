@@ -54,12 +54,13 @@ void options_usage(FILE *f)
 "                             received by multishot ring receives, docs/ARCHITECTURE.md)\n"
 "  --precompressed on|off     serve FILE.br or FILE.gz in place of FILE to clients\n"
 "                             that accept it (with Vary: Accept-Encoding; default off)\n"
-"  --page-cache policy|kernel what decides which file data stays in memory:\n"
-"                             policy (default): the cache's policy for every size\n"
-"                             (large files charged their size; pages of files it\n"
-"                             lets go dropped; small bodies held once, in the pool);\n"
-"                             kernel: Linux's page cache for files above\n"
-"                             --cache-small-max\n"
+"  --page-cache kernel|policy what decides which file data stays in memory:\n"
+"                             kernel (default): Linux's page cache, for files above\n"
+"                             --cache-small-max; policy: the cache's policy for\n"
+"                             every size within --cache-size (large files charged\n"
+"                             their size, pages of files it lets go dropped, small\n"
+"                             bodies held once): for a --cache-size that is the\n"
+"                             memory the server should use\n"
 "  --io-threads N             helper threads per worker for disk work (default 2;\n"
 "                             0: the loop opens and reads files itself)\n"
 "  --fastcgi MATCH=ADDR       send requests whose path starts with MATCH (\"/app\"),\n"
@@ -98,7 +99,7 @@ void options_defaults(struct options *o)
 	o->cfg.cache_bytes = 256ull << 20;
 	o->cfg.cache_ttl_ms = 1000;
 	o->cfg.cache_small_max = 64u << 10;
-	o->cfg.cache_owns_pages = true;
+	o->cfg.cache_owns_pages = false;
 	o->cfg.cache_policy = gds_policy_find(DEFAULT_CACHE_POLICY);
 	o->cfg.io_threads = 2;
 	o->cfg.fcgi_timeout_ms = 60000;

@@ -348,7 +348,7 @@ count_resident() {
 	echo "$n"
 }
 
-@test "page cache: the cache's policy decides which file data stays in memory (--page-cache policy, the default), Linux's with --page-cache kernel" {
+@test "page cache: the cache's policy decides which file data stays in memory with --page-cache policy, Linux's with --page-cache kernel (the default)" {
 	teardown
 	# On the disk the repository is on: /tmp may be tmpfs, whose pages
 	# cannot be dropped.
@@ -363,7 +363,7 @@ count_resident() {
 	for f in small big1 big2; do sum[$f]=$(sha256sum < "$ROOT/$f.bin"); done
 	uncache "$ROOT/small.bin" "$ROOT/big1.bin" "$ROOT/big2.bin"
 	# 64 KiB holds one 40 KB file (charged its size) but not two.
-	start_server --cache-size 64k --cache-small-max 16k --workers 1
+	start_server --cache-size 64k --cache-small-max 16k --workers 1 --page-cache policy
 	for f in small big1 big2; do
 		[ "$(curl -s "$URL/$f.bin" | sha256sum)" = "${sum[$f]}" ]
 	done
@@ -389,12 +389,13 @@ count_resident() {
 	stop_server
 
 	uncache "$ROOT/small.bin" "$ROOT/big1.bin" "$ROOT/big2.bin"
-	start_server --cache-size 64k --cache-small-max 16k --workers 1 --page-cache kernel
+	start_server --cache-size 64k --cache-small-max 16k --workers 1	# kernel: the default
 	for f in small big1 big2; do
 		[ "$(curl -s "$URL/$f.bin" | sha256sum)" = "${sum[$f]}" ]
 	done
 	sleep 1.2	# past the retries policy mode would make
 	[ "$(count_resident "$ROOT/small.bin" "$ROOT/big1.bin" "$ROOT/big2.bin")" -eq 3 ]
+	[ "$(curl -s "$URL/.zc/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"]["page_cache"])')" = kernel ]
 	run "$ZCHTTPD" --root "$ROOT" --page-cache lru
 	[ "$status" -eq 2 ]
 }
