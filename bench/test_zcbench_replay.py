@@ -169,3 +169,43 @@ def test_cli_end_to_end(played, tmp_path):
     assert 0 <= z["hit_ratio"] <= 1 and 0 <= z["sim_hit_ratio"] <= 1
     assert "| zchttpd-gdsf |" in p.stdout
     assert (out / "summary.csv").exists() and (out / "results.csv").exists()
+
+
+def test_memory_limits_parse():
+    assert replay.parse_limits("2x,1x,4x", 400 << 20) == [("1x", 400 << 20), ("2x", 200 << 20),
+                                                          ("4x", 100 << 20)]
+    assert replay.parse_limits("64m", 1) == [("64m", 64 << 20)]
+    for bad in ("0x", "lots", "1m"):       # 1m: below memlimit's 16 MiB floor
+        with pytest.raises(replay.TraceError):
+            replay.parse_limits(bad, 1 << 30)
+
+
+def test_memory_limit_binds_and_disk_reads_are_counted(played, tmp_path):
+    """A server in a memory cgroup below its data set: the group exists while
+    it runs (its processes are in it), is gone after, and replaying cold
+    reads the objects from disk."""
+    from zcbench_lib import memlimit
+    d, reqs, objs, root, lst, _ = played
+    try:
+        group = memlimit.MemGroup(64 << 20)
+    except memlimit.MemLimitError as e:
+        # A machine without a memory controller: the error must say so.
+        assert "memory cgroup" in str(e)
+        return
+    memlimit.drop_cached(root)
+    srv = servers.Server("zchttpd", root, str(tmp_path / "w"), workers=1, mem_group=group,
+                         extra_args=["--page-cache", "policy", "--cache-size", str(48 << 20)])
+    try:
+        srv.start()
+        procs = open(os.path.join(group.path, "cgroup.procs")).read().split()
+        assert set(map(str, srv.pids())) <= set(procs) and procs
+        disk0 = memlimit.read_bytes(srv.pids())
+        r = replay.play(srv, lst, 4, None, "/.zc/status", replay.STATUS_MARK, 120)
+        disk = memlimit.read_bytes(srv.pids()) - disk0
+    finally:
+        srv.stop()
+        group.remove()
+    assert r.requests == len(reqs) and r.non_2xx_3xx == 0
+    assert not os.path.exists(group.path)
+    # Cold: at least the distinct objects' bytes up to the cache came from disk.
+    assert disk >= min(sum(objs.values()), 48 << 20) // 2, disk

@@ -203,6 +203,10 @@ def build_parser():
     rpl.add_argument("--page-cache", choices=("policy", "kernel"), default="policy",
                      help="zchttpd --page-cache: its cache's policy, or Linux's page cache, decides "
                           "what file data stays in memory")
+    rpl.add_argument("--memory-limit", default=None,
+                     help="IO-Lite's trace experiment: run every server in a memory cgroup at each "
+                          "limit of this list, \"2x\" = half the objects' bytes, or bytes (256m); "
+                          "zchttpd then gets 0.9 of the limit as its --cache-size")
     rpl.add_argument("--connections", type=_positive, default=16, help="wrk connections (-c)")
     rpl.add_argument("--runs", type=_positive, default=3, help="interleaved repetitions (median reported)")
     rpl.add_argument("--server-cpu", type=_fraction, default="0.5",

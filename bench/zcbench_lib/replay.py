@@ -22,6 +22,15 @@ strictly in trace order; its cache charges each entry 512 bytes besides the
 body (gdssim charges the size only) and rounds small bodies to the pool's
 buffer sizes; and a file is revalidated (one stat) every --cache-ttl.
 
+With --memory-limit (IO-Lite's trace experiment, Table 1) every server runs
+in a memory cgroup (memlimit.py) at each limit given -- "2x" is half the
+objects' bytes: a data set twice the memory -- and starts with none of the
+objects in the page cache; zchttpd then gets a --cache-size of CACHE_SHARE
+of the limit (with --page-cache policy, the default here, its policy
+decides what stays in the memory it has; with kernel, Linux's page cache
+does within the group), and every run reports the bytes the server read
+from the disk.
+
 Objects' content is deterministic (a fixed random block, shifted by the id),
 starts with "o:" so that no body begins like a filler answer (replay.lua),
 and is written once per object set under build/bench/replay-roots/.
@@ -38,6 +47,7 @@ import time
 
 from . import build_dir, pinning, servers, wrk
 from . import budget as bg
+from . import memlimit
 from . import report
 from .cpu import children_cpu_seconds, children_waits
 from .static import measure, setup
@@ -47,6 +57,7 @@ FILLER_FILE = "zcbench-filler"
 FILLER_BODY = b"zcbench-filler\n"
 STATUS_MARK = '{"workers":'        # zchttpd's status page begins so
 POLICIES = ("gds1", "gdsp", "gdsf", "gdsf-all", "lru")
+CACHE_SHARE = 0.9      # of a memory limit, zchttpd's --cache-size (the rest: heap, sockets)
 PEERS = ("nginx", "h2o")
 _BLOCK = random.Random(0x5eed).randbytes(1 << 20)
 
@@ -214,28 +225,47 @@ def play(srv, list_path, connections, client_cpus, filler, mark, time_limit_s):
     return r
 
 
+def parse_limits(text, unique_bytes):
+    """--memory-limit: comma-separated "2x" (the objects' bytes over 2) or
+    byte counts ("256m"); [(label, bytes)] largest first."""
+    out = []
+    for tok in (t.strip() for t in text.split(",") if t.strip()):
+        if tok.lower().endswith("x"):
+            k = float(tok[:-1])
+            if k <= 0:
+                raise TraceError(f"bad memory limit {tok!r}")
+            out.append((tok.lower(), int(unique_bytes / k)))
+        else:
+            try:
+                out.append((tok, memlimit.parse_bytes(tok)))
+            except ValueError as e:
+                raise TraceError(str(e)) from None
+    return sorted(out, key=lambda x: -x[1])
+
+
 def cache_counts(srv):
     st = servers.zchttpd_status(srv.port)["cache"]
     return st["hits"], st["misses"]
 
 
-def configs(opts):
+def configs(opts, cache_bytes, page_cache):
     """[(label, server name, extra args, policy or None)]."""
-    out = [(f"zchttpd-{p}", "zchttpd", ["--cache-policy", p, "--cache-size", str(opts.cache_bytes),
-                                        "--page-cache", opts.page_cache], p)
+    out = [(f"zchttpd-{p}", "zchttpd", ["--cache-policy", p, "--cache-size", str(cache_bytes),
+                                        "--page-cache", page_cache], p)
            for p in opts.policies]
     out += [(s, s, [], None) for s in opts.servers if s != "zchttpd"]
     return out
 
 
 def run(opts, log=sys.stderr):
-    """Play the trace against every configuration, --runs times interleaved.
-    Returns (meta, rows, summary)."""
+    """Play the trace against every configuration (at every memory limit),
+    --runs times interleaved.  Returns (meta, rows, summary)."""
     wrk.find_wrk()
     budget = bg.Budget(opts.server_cpu)
     reqs = read_trace(opts.trace, opts.requests)
     objs = objects(reqs)
     unique = sum(objs.values())
+    limits = parse_limits(opts.memory_limit, unique) if opts.memory_limit else [(None, None)]
     opts.cache_bytes = parse_cache_size(opts.cache_size, unique)
     opts.sizes, opts.modes, opts.duration_s = [], ["keepalive"], 0.0   # for setup()'s meta
     root = make_root(opts.root_base, objs, log)
@@ -244,147 +274,197 @@ def run(opts, log=sys.stderr):
     trace_path = os.path.join(opts.out, "played.trace")
     write_list(list_path, reqs)
     write_trace(trace_path, reqs)
-    sim = simulate(trace_path, opts.policies, opts.cache_bytes) if opts.policies else {}
-    meta, server_cpus, client_cpus = setup(opts, "replay", [c[0] for c in configs(opts)], budget, log)
+    meta, server_cpus, client_cpus = setup(
+        opts, "replay", [c[0] for c in configs(opts, 0, opts.page_cache)], budget, log)
     meta.update(trace=os.path.abspath(opts.trace), requests=len(reqs), objects=len(objs),
-                unique_bytes=unique, cache_bytes=opts.cache_bytes, root=root, simulated=sim)
-    print(f"zcbench: {len(reqs):,} requests for {len(objs):,} objects ({unique / 1e6:,.1f} MB); "
-          f"zchttpd cache {opts.cache_bytes / 1e6:,.1f} MB; gdssim hit ratios "
-          + ", ".join(f"{p} {h:.3f}" for p, h in sim.items()), file=log, flush=True)
+                unique_bytes=unique, cache_bytes=opts.cache_bytes, root=root,
+                memory_limits=[{"label": lab, "bytes": b} for lab, b in limits], simulated={})
     tmp = tempfile.mkdtemp(prefix="zcbench-replay-")
-    cfgs = configs(opts)
     rows = []
-    time_limit = max(60.0, len(reqs) / 500.0)
-    point, total = 0, opts.runs * len(cfgs)
-    for run_no in range(1, opts.runs + 1):
-        k = (run_no - 1) % len(cfgs)
-        for label, name, extra, policy in cfgs[k:] + cfgs[:k]:
-            point += 1
-            print(f"[{point}/{total}] run {run_no}/{opts.runs} {label} ... ", end="", file=log,
-                  flush=True)
-            srv = servers.Server(name, root, tmp, workers=1, extra_args=extra, cpus=server_cpus,
-                                 budget=budget, private_copy=True, label=label)
-            try:
-                srv.start()
-                filler, mark = (("/.zc/status", STATUS_MARK) if name == "zchttpd"
-                                else ("/" + FILLER_FILE, FILLER_BODY.decode()))
-                before = cache_counts(srv) if name == "zchttpd" else None
-                res, fields = measure(srv, lambda: play(srv, list_path, opts.connections,
-                                                        client_cpus, filler, mark, time_limit),
-                                      client_cpus, 1)
-                after = cache_counts(srv) if name == "zchttpd" else None
-            finally:
-                srv.stop()
-            row = {"run": run_no, "server": label, "policy": policy, "requests": res.requests,
-                   "duration_s": res.duration_s, "requests_per_s": res.requests_per_s,
-                   "mbytes_per_s": res.bytes_per_s / 1e6, "errors": res.non_2xx_3xx,
-                   "bad_statuses": res.bad_statuses, **fields}
-            if before is not None:
-                hits, misses = after[0] - before[0], after[1] - before[1]
-                row["hit_ratio"] = hits / (hits + misses) if hits + misses else None
-                row["sim_hit_ratio"] = sim.get(policy)
-            rows.append(row)
-            note = "  (client-bound)" if row["client_bound"] else ""
-            if row["errors"]:
-                note += f"  ({row['errors']} bad answers: {row['bad_statuses']})"
-            hr = f", hit ratio {row['hit_ratio']:.3f} (gdssim {row['sim_hit_ratio']:.3f})" \
-                if row.get("hit_ratio") is not None else ""
-            print(f"{row['requests_per_s']:,.0f} req/s{hr}{note}", file=log, flush=True)
+    time_limit = max(120.0, len(reqs) / 200.0)
+    total = opts.runs * len(limits) * len(configs(opts, 0, opts.page_cache))
+    point = 0
+    for lim_label, lim in limits:
+        cache = int(CACHE_SHARE * lim) if lim else opts.cache_bytes
+        page_cache = opts.page_cache
+        sim = simulate(trace_path, opts.policies, cache) if opts.policies else {}
+        meta["simulated"][lim_label or "none"] = sim
+        cfgs = configs(opts, cache, page_cache)
+        print(f"zcbench: {len(reqs):,} requests for {len(objs):,} objects ({unique / 1e6:,.1f} MB)"
+              + (f"; memory limit {lim / 1e6:,.1f} MB ({lim_label})" if lim else "")
+              + f"; zchttpd cache {cache / 1e6:,.1f} MB; gdssim hit ratios "
+              + ", ".join(f"{p} {h:.3f}" for p, h in sim.items()), file=log, flush=True)
+        for run_no in range(1, opts.runs + 1):
+            k = (run_no - 1) % len(cfgs)
+            for label, name, extra, policy in cfgs[k:] + cfgs[:k]:
+                point += 1
+                print(f"[{point}/{total}] run {run_no}/{opts.runs} {label}"
+                      + (f" at {lim_label}" if lim else "") + " ... ", end="", file=log, flush=True)
+                group = memlimit.MemGroup(lim) if lim else None
+                if lim:
+                    memlimit.drop_cached(root)   # everyone starts cold
+                srv = servers.Server(name, root, tmp, workers=1, extra_args=extra, cpus=server_cpus,
+                                     budget=budget, private_copy=True, label=label, mem_group=group)
+                disk = peak = None
+                try:
+                    srv.start()
+                    filler, mark = (("/.zc/status", STATUS_MARK) if name == "zchttpd"
+                                    else ("/" + FILLER_FILE, FILLER_BODY.decode()))
+                    before = cache_counts(srv) if name == "zchttpd" else None
+                    disk0 = memlimit.read_bytes(srv.pids())
+                    res, fields = measure(srv, lambda: play(srv, list_path, opts.connections,
+                                                            client_cpus, filler, mark, time_limit),
+                                          client_cpus, 1)
+                    disk = memlimit.read_bytes(srv.pids()) - disk0
+                    after = cache_counts(srv) if name == "zchttpd" else None
+                    peak = group.peak() if group else None
+                finally:
+                    srv.stop()
+                    if group:
+                        group.remove()
+                row = {"run": run_no, "server": label, "policy": policy, "memory_limit": lim,
+                       "limit_label": lim_label, "requests": res.requests,
+                       "duration_s": res.duration_s, "requests_per_s": res.requests_per_s,
+                       "mbytes_per_s": res.bytes_per_s / 1e6, "errors": res.non_2xx_3xx,
+                       "bad_statuses": res.bad_statuses, "disk_read_mb": disk / 1e6,
+                       "peak_mb": peak / 1e6 if peak else None, **fields}
+                if before is not None:
+                    hits, misses = after[0] - before[0], after[1] - before[1]
+                    row["hit_ratio"] = hits / (hits + misses) if hits + misses else None
+                    row["sim_hit_ratio"] = sim.get(policy)
+                rows.append(row)
+                note = "  (client-bound)" if row["client_bound"] else ""
+                if row["errors"]:
+                    note += f"  ({row['errors']} bad answers: {row['bad_statuses']})"
+                hr = f", hit ratio {row['hit_ratio']:.3f} (gdssim {row['sim_hit_ratio']:.3f})" \
+                    if row.get("hit_ratio") is not None else ""
+                print(f"{row['requests_per_s']:,.0f} req/s{hr}, {row['disk_read_mb']:,.1f} MB from disk"
+                      f"{note}", file=log, flush=True)
     summary = summarize(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     return meta, rows, summary
 
 
 def summarize(rows):
-    """Per configuration: medians over the runs that were not client-bound
-    (all runs if every one was), the hit ratios, and the ratio of its median
-    req/s to nginx's and h2o's."""
+    """Per memory limit and configuration: medians over the runs that were
+    not client-bound (all runs if every one was), the hit ratios, the bytes
+    read from disk, and the ratio of its median req/s to nginx's and h2o's
+    at the same limit."""
     by = {}
     for r in rows:
-        by.setdefault(r["server"], []).append(r)
+        by.setdefault((r.get("limit_label"), r["server"]), []).append(r)
     out = []
-    for label, rs in by.items():
+    for (lim, label), rs in by.items():
         use = [r for r in rs if not r["client_bound"]] or rs
-        s = {"server": label, "runs": len(rs), "runs_counted": len([r for r in rs if not r["client_bound"]]),
+        s = {"limit": lim, "memory_limit": rs[0].get("memory_limit"), "server": label, "runs": len(rs),
+             "runs_counted": len([r for r in rs if not r["client_bound"]]),
              "rps_median": statistics.median(r["requests_per_s"] for r in use),
              "rps_min": min(r["requests_per_s"] for r in use),
              "rps_max": max(r["requests_per_s"] for r in use),
              "mbytes_per_s_median": statistics.median(r["mbytes_per_s"] for r in use),
              "cpu_us_per_req_median": report.median_of(use, "server_cpu_us_per_req"),
+             "disk_read_mb_median": report.median_of(use, "disk_read_mb"),
              "errors": sum(r["errors"] for r in rs)}
         hrs = [r["hit_ratio"] for r in use if r.get("hit_ratio") is not None]
         if hrs:
             s["hit_ratio_median"] = statistics.median(hrs)
             s["sim_hit_ratio"] = use[0].get("sim_hit_ratio")
         out.append(s)
-    med = {s["server"]: s["rps_median"] for s in out}
+    med = {(s["limit"], s["server"]): s["rps_median"] for s in out}
     for s in out:
         for peer in PEERS:
-            if peer in med and s["server"] != peer and med[peer]:
-                s[f"ratio_vs_{peer}"] = s["rps_median"] / med[peer]
+            m = med.get((s["limit"], peer))
+            if m and s["server"] != peer:
+                s[f"ratio_vs_{peer}"] = s["rps_median"] / m
     return out
 
 
 def table(summary):
     """The summary as a Markdown table."""
-    head = ["server", "req/s median (range)", "MB/s", "CPU us/req", "hit ratio live", "gdssim",
-            "vs nginx", "vs h2o", "errors"]
+    head = ["limit", "server", "req/s median (range)", "MB/s", "CPU us/req", "hit ratio live",
+            "gdssim", "MB from disk", "vs nginx", "vs h2o", "errors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summary:
         def f(k, fmt):
             return "-" if s.get(k) is None else format(s[k], fmt)
         lines.append("| " + " | ".join([
-            s["server"] + ("" if s["runs_counted"] else "*"),
+            s["limit"] or "-", s["server"] + ("" if s["runs_counted"] else "*"),
             f"{s['rps_median']:,.0f} ({s['rps_min']:,.0f}-{s['rps_max']:,.0f})",
             f("mbytes_per_s_median", ",.1f"), f("cpu_us_per_req_median", ".1f"),
             f("hit_ratio_median", ".3f"), f("sim_hit_ratio", ".3f"),
-            f("ratio_vs_nginx", ".2f"), f("ratio_vs_h2o", ".2f"), str(s["errors"])]) + " |")
+            f("disk_read_mb_median", ",.1f"), f("ratio_vs_nginx", ".2f"), f("ratio_vs_h2o", ".2f"), str(s["errors"])]) + " |")
     return "\n".join(lines)
 
 
 def write_all(out_dir, meta, rows, summary):
-    fields = ["run", "server", "policy", "requests", "duration_s", "requests_per_s", "mbytes_per_s",
-              "errors", "hit_ratio", "sim_hit_ratio", "server_cpu_s", "server_cpu_us_per_req",
-              "server_cpu_util", "client_cpu_util", "client_bound"]
+    fields = ["run", "limit_label", "memory_limit", "server", "policy", "requests", "duration_s",
+              "requests_per_s", "mbytes_per_s", "errors", "hit_ratio", "sim_hit_ratio", "disk_read_mb",
+              "peak_mb", "server_cpu_s", "server_cpu_us_per_req", "server_cpu_util", "client_cpu_util",
+              "client_bound"]
     report.write_csv(os.path.join(out_dir, "results.csv"), rows, fields)
     report.write_csv(os.path.join(out_dir, "summary.csv"), summary,
-                     ["server", "runs", "runs_counted", "rps_median", "rps_min", "rps_max",
-                      "mbytes_per_s_median", "cpu_us_per_req_median", "hit_ratio_median",
-                      "sim_hit_ratio", "ratio_vs_nginx", "ratio_vs_h2o", "errors"])
+                     ["limit", "memory_limit", "server", "runs", "runs_counted", "rps_median", "rps_min",
+                      "rps_max", "mbytes_per_s_median", "cpu_us_per_req_median", "hit_ratio_median",
+                      "sim_hit_ratio", "disk_read_mb_median", "ratio_vs_nginx", "ratio_vs_h2o",
+                      "errors"])
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump({"meta": meta, "runs": rows, "summary": summary}, f, indent=1)
         f.write("\n")
 
 
 def plot(out_dir, summary, meta, dpi=80):
-    """replay.png: requests/s per server (median, range), and for zchttpd's
-    policies the live hit ratio beside gdssim's."""
+    """replay.png.  Without memory limits: requests/s per server (median,
+    range) and, for zchttpd's policies, the live hit ratio beside gdssim's.
+    With them (IO-Lite Table 1): requests/s and bytes read from disk against
+    the memory limit, one line per server."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=dpi)
-    names = [s["server"] for s in summary]
-    med = [s["rps_median"] for s in summary]
-    err = [[m - s["rps_min"] for m, s in zip(med, summary)], [s["rps_max"] - m for m, s in zip(med, summary)]]
-    a.bar(names, med, yerr=err, color=["tab:red" if n.startswith("zchttpd") else "tab:gray" for n in names])
-    a.set_ylabel("requests/s (median of runs)")
-    a.set_title("trace replay")
-    a.tick_params(axis="x", rotation=30)
-    z = [s for s in summary if s.get("hit_ratio_median") is not None]
-    x = range(len(z))
-    b.bar([i - 0.2 for i in x], [s["hit_ratio_median"] for s in z], width=0.4, label="zchttpd (live)",
-          color="tab:red")
-    b.bar([i + 0.2 for i in x], [s["sim_hit_ratio"] or 0 for s in z], width=0.4, label="gdssim",
-          color="tab:blue")
-    b.set_xticks(list(x))
-    b.set_xticklabels([s["server"].replace("zchttpd-", "") for s in z])
-    b.set_ylim(0, 1)
-    b.set_ylabel("object hit ratio")
-    b.set_title(f"cache {meta['cache_bytes'] / 1e6:.1f} MB of {meta['unique_bytes'] / 1e6:.1f} MB")
-    b.legend()
-    fig.suptitle(f"{meta['requests']:,} requests, {meta['objects']:,} objects; "
-                 f"{report.budget_note(meta)}", fontsize=9)
+    limited = any(s.get("memory_limit") for s in summary)
+    if limited:
+        labels = [lim["label"] for lim in meta["memory_limits"]]
+        for name in dict.fromkeys(s["server"] for s in summary):
+            pts = {s["limit"]: s for s in summary if s["server"] == name}
+            xs = [i for i, lab in enumerate(labels) if lab in pts]
+            style = dict(marker="o", color="tab:red") if name.startswith("zchttpd") else dict(marker="s")
+            a.plot(xs, [pts[labels[i]]["rps_median"] for i in xs], label=name, **style)
+            b.plot(xs, [pts[labels[i]]["disk_read_mb_median"] or 0 for i in xs], label=name, **style)
+        for ax in (a, b):
+            ax.set_xticks(range(len(labels)))
+            ax.set_xticklabels([f"{lab}\n{lim['bytes'] / 1e6:,.0f} MB" for lab, lim in
+                                zip(labels, meta["memory_limits"])])
+            ax.set_xlabel("data set / memory limit")
+        a.set_ylabel("requests/s (median of runs)")
+        b.set_ylabel("MB read from disk per run")
+        a.legend(fontsize=8)
+        a.set_title("trace replay under a memory limit")
+        b.set_title("disk reads")
+    else:
+        names = [s["server"] for s in summary]
+        med = [s["rps_median"] for s in summary]
+        err = [[m - s["rps_min"] for m, s in zip(med, summary)],
+               [s["rps_max"] - m for m, s in zip(med, summary)]]
+        a.bar(names, med, yerr=err,
+              color=["tab:red" if n.startswith("zchttpd") else "tab:gray" for n in names])
+        a.set_ylabel("requests/s (median of runs)")
+        a.set_title("trace replay")
+        a.tick_params(axis="x", rotation=30)
+        z = [s for s in summary if s.get("hit_ratio_median") is not None]
+        x = range(len(z))
+        b.bar([i - 0.2 for i in x], [s["hit_ratio_median"] for s in z], width=0.4,
+              label="zchttpd (live)", color="tab:red")
+        b.bar([i + 0.2 for i in x], [s["sim_hit_ratio"] or 0 for s in z], width=0.4, label="gdssim",
+              color="tab:blue")
+        b.set_xticks(list(x))
+        b.set_xticklabels([s["server"].replace("zchttpd-", "") for s in z])
+        b.set_ylim(0, 1)
+        b.set_ylabel("object hit ratio")
+        b.set_title(f"cache {meta['cache_bytes'] / 1e6:.1f} MB of {meta['unique_bytes'] / 1e6:.1f} MB")
+        b.legend()
+    fig.suptitle(f"{meta['requests']:,} requests, {meta['objects']:,} objects "
+                 f"({meta['unique_bytes'] / 1e6:,.0f} MB); {report.budget_note(meta)}", fontsize=9)
     fig.tight_layout()
     path = os.path.join(out_dir, "replay.png")
     fig.savefig(path)
