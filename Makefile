@@ -11,7 +11,7 @@
 #   make deps     install what is missing (Debian packages, .venv)
 #   make clean    remove the build trees
 
-.PHONY: all build deps run test bench bench-static bench-fastcgi precompress clean
+.PHONY: all build deps run test bench bench-static bench-fastcgi bench-replay precompress clean
 
 all: build
 
@@ -35,6 +35,12 @@ bench-static: deps build
 
 bench-fastcgi: deps build
 	bench/zcbench fastcgi
+
+# A 100,000-request Zipf trace played against zchttpd (per policy), nginx, h2o.
+bench-replay: deps build
+	python3 bench/trace/gen_trace.py --requests 100000 --objects 20000 --seed 42 \
+		--max-size 1000000 --out build/bench/zipf-100k.trace
+	bench/zcbench replay --trace build/bench/zipf-100k.trace --cache-size 5%
 
 # FILE.br and FILE.gz next to a site's text files (zchttpd --precompressed on).
 precompress: deps
