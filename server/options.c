@@ -316,6 +316,19 @@ static int add_route(struct options *o, const char *val, bool spawn)
 
 static int read_config(struct options *o, const char *path, int depth);
 
+/* A two-way option: *flag = true for `yes`, false for `no`; -1 for
+ * anything else. */
+static int choose(const char *val, const char *yes, const char *no, bool *flag)
+{
+	if (!strcmp(val, yes))
+		*flag = true;
+	else if (!strcmp(val, no))
+		*flag = false;
+	else
+		return -1;
+	return 0;
+}
+
 /* Apply one option; `name` has no leading dashes.  Returns 0, or -1 after
  * printing what is wrong. */
 static int apply(struct options *o, const char *name, const char *val,
@@ -405,31 +418,16 @@ static int apply(struct options *o, const char *name, const char *val,
 		}
 	} else if (!strcmp(name, "precompressed")) {
 		NEED_VAL();
-		if (!strcmp(val, "on"))
-			c->precompressed = true;
-		else if (!strcmp(val, "off"))
-			c->precompressed = false;
-		else
+		if (choose(val, "on", "off", &c->precompressed))
 			goto bad;
 	} else if (!strcmp(name, "page-cache")) {
 		NEED_VAL();
-		if (!strcmp(val, "policy"))
-			c->cache_owns_pages = true;
-		else if (!strcmp(val, "kernel"))
-			c->cache_owns_pages = false;
-		else
+		if (choose(val, "policy", "kernel", &c->cache_owns_pages))
 			goto bad;
 	} else if (!strcmp(name, "event")) {
 		NEED_VAL();
-		if (!strcmp(val, "epoll"))
-			c->io_uring = false;
-		else if (!strcmp(val, "io_uring"))
-			c->io_uring = true;
-		else {
-			fprintf(stderr, "zchttpd: unknown event loop '%s' (known: epoll io_uring)\n",
-				val);
-			return -1;
-		}
+		if (choose(val, "io_uring", "epoll", &c->io_uring))
+			goto bad;
 	} else if (!strcmp(name, "io-threads")) {
 		NUM(io_threads, 64);
 	} else if (!strcmp(name, "follow-symlinks-outside")) {

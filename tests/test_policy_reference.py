@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench" / "trace"))
+from compare_libcachesim import read_trace, reference as reference_hit_ratio  # noqa: E402
 GDSSIM = Path(os.environ.get("GDSSIM", ROOT / "build" / "gds-cache" / "gdssim"))
 GEN = ROOT / "bench" / "trace" / "gen_trace.py"
 SIZES = ["1%", "5%", "10%"]
@@ -64,26 +66,6 @@ def ours(trace):
         check=True, capture_output=True, text=True).stdout
     d = json.loads(out)
     return {(r["policy"], r["cache_size"]): r for r in d["results"]}
-
-
-def read_trace(path):
-    reqs = []
-    for line in open(path):
-        if line.startswith("#") or not line.strip():
-            continue
-        f = line.split()
-        reqs.append((int(f[1]), int(f[2])))
-    return reqs
-
-
-def reference_hit_ratio(lcs, cls, cache_bytes, reqs):
-    cache = getattr(lcs, cls)(cache_bytes)
-    hits = 0
-    for i, (obj, size) in enumerate(reqs):
-        req = lcs.Request(obj_size=size, obj_id=obj, clock_time=i,
-                          op=lcs.ReqOp.OP_GET)
-        hits += bool(cache.get(req))
-    return hits / len(reqs)
 
 
 @pytest.fixture(scope="module")

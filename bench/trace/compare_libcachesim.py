@@ -20,22 +20,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from zcbench_lib.replay import read_trace  # noqa: E402  (the one Python trace reader)
 OURS = "gds1,gdsf,gdsf-all,lru,sieve,s3fifo"
 THEIRS = "GDSF,WTinyLFU,LHD,S3FIFO,Sieve,LRU"
 
 
-def read_trace(path):
-    reqs = []
-    with open(path) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            fields = line.split()
-            reqs.append((int(fields[1]), int(fields[2])))
-    return reqs
-
-
 def reference(lcs, name, cache_bytes, reqs):
+    """libCacheSim's object hit ratio for class `name` (GDSF, LRU, ...) at
+    cache_bytes over reqs [(object id, size)], one get() per request."""
     cache = getattr(lcs, name)(cache_bytes)
     hits = 0
     for i, (obj, size) in enumerate(reqs):
