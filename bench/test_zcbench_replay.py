@@ -209,3 +209,26 @@ def test_memory_limit_binds_and_disk_reads_are_counted(played, tmp_path):
     assert not os.path.exists(group.path)
     # Cold: at least the distinct objects' bytes up to the cache came from disk.
     assert disk >= min(sum(objs.values()), 48 << 20) // 2, disk
+
+
+def test_slow_clients_hold_connections_and_read_slowly(played, tmp_path):
+    """N slow clients stay connected, are served (their bytes grow) and,
+    reading about 40 KB/s each, take far longer than the file's size at
+    loopback speed would: they are slow, not idle."""
+    import time as _time
+    from zcbench_lib.slowclients import SlowClients, PAUSE_S, CHUNK
+    d, reqs, objs, root, lst, _ = played
+    srv = start(root, tmp_path / "w", [])
+    try:
+        with SlowClients(srv.port, "/" + replay.SLOW_FILE, 6) as slow:
+            open_conns = servers.zchttpd_status(srv.port)["connections"]["open"]
+            b0 = slow.bytes
+            _time.sleep(1.0)
+            got = slow.bytes - b0
+        assert open_conns >= 6
+        assert got > 0
+        # At most one CHUNK per PAUSE_S per client (plus a head each).
+        assert got <= 6 * (1.0 / PAUSE_S + 2) * CHUNK + 6 * 4096
+        assert slow.responses == 0      # 1 MiB at ~40 KB/s: none finished yet
+    finally:
+        srv.stop()

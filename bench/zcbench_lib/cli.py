@@ -41,6 +41,16 @@ def _positive(text):
     return n
 
 
+def _counts(text):
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or any(n < 0 or n > 4096 for n in out):
+        raise argparse.ArgumentTypeError(f"not a list of counts 0-4096: {text!r}")
+    return sorted(dict.fromkeys(out))
+
+
 def _fraction(text):
     from .budget import parse_fraction
     try:
@@ -207,6 +217,9 @@ def build_parser():
                      help="IO-Lite's trace experiment: run every server in a memory cgroup at each "
                           "limit of this list, \"2x\" = half the objects' bytes, or bytes (256m); "
                           "zchttpd then gets 0.9 of the limit as its --cache-size")
+    rpl.add_argument("--slow-clients", type=_counts, default=None,
+                     help="IO-Lite's Figure 7: measure again with each number of slow clients "
+                          "(small receive buffers, paced reads of a 1 MiB file) beside wrk, e.g. 0,16,64")
     rpl.add_argument("--connections", type=_positive, default=16, help="wrk connections (-c)")
     rpl.add_argument("--runs", type=_positive, default=3, help="interleaved repetitions (median reported)")
     rpl.add_argument("--server-cpu", type=_fraction, default="0.5",

@@ -31,6 +31,11 @@ decides what stays in the memory it has; with kernel, Linux's page cache
 does within the group), and every run reports the bytes the server read
 from the disk.
 
+With --slow-clients N,... (IO-Lite section 4.4, Figure 7) every point is
+measured again while N slow clients (slowclients.py: small receive
+buffers, paced reads of a 1 MiB file) hold connections to the server; the
+replay's requests/s are the fast clients'.
+
 Objects' content is deterministic (a fixed random block, shifted by the id),
 starts with "o:" so that no body begins like a filler answer (replay.lua),
 and is written once per object set under build/bench/replay-roots/.
@@ -49,11 +54,14 @@ from . import build_dir, pinning, servers, wrk
 from . import budget as bg
 from . import memlimit
 from . import report
+from .slowclients import SlowClients
 from .cpu import children_cpu_seconds, children_waits
 from .static import measure, setup
 
 LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replay.lua")
 FILLER_FILE = "zcbench-filler"
+SLOW_FILE = "zcbench-slow.bin"      # what slow clients ask for
+SLOW_SIZE = 1 << 20
 FILLER_BODY = b"zcbench-filler\n"
 STATUS_MARK = '{"workers":'        # zchttpd's status page begins so
 POLICIES = ("gds1", "gdsp", "gdsf", "gdsf-all", "lru")
@@ -132,6 +140,9 @@ def make_root(base, objs, log=sys.stderr):
     root = os.path.join(base, root_id(objs))
     marker = os.path.join(root, ".complete")
     if os.path.exists(marker):
+        if not os.path.exists(os.path.join(root, SLOW_FILE)):   # roots from before it
+            with open(os.path.join(root, SLOW_FILE), "wb") as f:
+                f.write(content(0, SLOW_SIZE))
         return root
     os.makedirs(os.path.join(root, "o"), exist_ok=True)
     total = sum(objs.values())
@@ -144,6 +155,8 @@ def make_root(base, objs, log=sys.stderr):
         f.write("<h1>zcbench replay</h1>\n")
     with open(os.path.join(root, FILLER_FILE), "wb") as f:
         f.write(FILLER_BODY)
+    with open(os.path.join(root, SLOW_FILE), "wb") as f:
+        f.write(content(0, SLOW_SIZE))
     for d, _, _ in os.walk(root):
         os.chmod(d, 0o755)
     with open(marker, "w") as f:
@@ -282,9 +295,10 @@ def run(opts, log=sys.stderr):
     tmp = tempfile.mkdtemp(prefix="zcbench-replay-")
     rows = []
     time_limit = max(120.0, len(reqs) / 200.0)
-    total = opts.runs * len(limits) * len(configs(opts, 0, opts.page_cache))
+    slows = opts.slow_clients or [0]
+    total = opts.runs * len(limits) * len(slows) * len(configs(opts, 0, opts.page_cache))
     point = 0
-    for lim_label, lim in limits:
+    for lim_label, lim, nslow in ((a, b, n) for a, b in limits for n in slows):
         cache = int(CACHE_SHARE * lim) if lim else opts.cache_bytes
         page_cache = opts.page_cache
         sim = simulate(trace_path, opts.policies, cache) if opts.policies else {}
@@ -292,6 +306,7 @@ def run(opts, log=sys.stderr):
         cfgs = configs(opts, cache, page_cache)
         print(f"zcbench: {len(reqs):,} requests for {len(objs):,} objects ({unique / 1e6:,.1f} MB)"
               + (f"; memory limit {lim / 1e6:,.1f} MB ({lim_label})" if lim else "")
+              + (f"; {nslow} slow clients" if nslow else "")
               + f"; zchttpd cache {cache / 1e6:,.1f} MB; gdssim hit ratios "
               + ", ".join(f"{p} {h:.3f}" for p, h in sim.items()), file=log, flush=True)
         for run_no in range(1, opts.runs + 1):
@@ -299,7 +314,8 @@ def run(opts, log=sys.stderr):
             for label, name, extra, policy in cfgs[k:] + cfgs[:k]:
                 point += 1
                 print(f"[{point}/{total}] run {run_no}/{opts.runs} {label}"
-                      + (f" at {lim_label}" if lim else "") + " ... ", end="", file=log, flush=True)
+                      + (f" at {lim_label}" if lim else "")
+                      + (f" with {nslow} slow" if nslow else "") + " ... ", end="", file=log, flush=True)
                 group = memlimit.MemGroup(lim) if lim else None
                 if lim:
                     memlimit.drop_cached(root)   # everyone starts cold
@@ -311,11 +327,15 @@ def run(opts, log=sys.stderr):
                     filler, mark = (("/.zc/status", STATUS_MARK) if name == "zchttpd"
                                     else ("/" + FILLER_FILE, FILLER_BODY.decode()))
                     before = cache_counts(srv) if name == "zchttpd" else None
-                    disk0 = memlimit.read_bytes(srv.pids())
-                    res, fields = measure(srv, lambda: play(srv, list_path, opts.connections,
-                                                            client_cpus, filler, mark, time_limit),
-                                          client_cpus, 1)
-                    disk = memlimit.read_bytes(srv.pids()) - disk0
+                    with SlowClients(srv.port, "/" + SLOW_FILE, nslow, client_cpus) as slow:
+                        disk0 = memlimit.read_bytes(srv.pids())
+                        slow0 = slow.bytes
+                        res, fields = measure(srv, lambda: play(srv, list_path, opts.connections,
+                                                                client_cpus, filler, mark,
+                                                                time_limit),
+                                              client_cpus, 1)
+                        disk = memlimit.read_bytes(srv.pids()) - disk0
+                        slow_mb = (slow.bytes - slow0) / 1e6
                     after = cache_counts(srv) if name == "zchttpd" else None
                     peak = group.peak() if group else None
                 finally:
@@ -323,7 +343,8 @@ def run(opts, log=sys.stderr):
                     if group:
                         group.remove()
                 row = {"run": run_no, "server": label, "policy": policy, "memory_limit": lim,
-                       "limit_label": lim_label, "requests": res.requests,
+                       "limit_label": lim_label, "slow_clients": nslow,
+                       "slow_mb": slow_mb if nslow else None, "requests": res.requests,
                        "duration_s": res.duration_s, "requests_per_s": res.requests_per_s,
                        "mbytes_per_s": res.bytes_per_s / 1e6, "errors": res.non_2xx_3xx,
                        "bad_statuses": res.bad_statuses, "disk_read_mb": disk / 1e6,
@@ -352,11 +373,12 @@ def summarize(rows):
     at the same limit."""
     by = {}
     for r in rows:
-        by.setdefault((r.get("limit_label"), r["server"]), []).append(r)
+        by.setdefault((r.get("limit_label"), r.get("slow_clients", 0), r["server"]), []).append(r)
     out = []
-    for (lim, label), rs in by.items():
+    for (lim, nslow, label), rs in by.items():
         use = [r for r in rs if not r["client_bound"]] or rs
-        s = {"limit": lim, "memory_limit": rs[0].get("memory_limit"), "server": label, "runs": len(rs),
+        s = {"limit": lim, "memory_limit": rs[0].get("memory_limit"), "slow_clients": nslow,
+             "slow_mb_median": report.median_of(use, "slow_mb"), "server": label, "runs": len(rs),
              "runs_counted": len([r for r in rs if not r["client_bound"]]),
              "rps_median": statistics.median(r["requests_per_s"] for r in use),
              "rps_min": min(r["requests_per_s"] for r in use),
@@ -370,10 +392,10 @@ def summarize(rows):
             s["hit_ratio_median"] = statistics.median(hrs)
             s["sim_hit_ratio"] = use[0].get("sim_hit_ratio")
         out.append(s)
-    med = {(s["limit"], s["server"]): s["rps_median"] for s in out}
+    med = {(s["limit"], s["slow_clients"], s["server"]): s["rps_median"] for s in out}
     for s in out:
         for peer in PEERS:
-            m = med.get((s["limit"], peer))
+            m = med.get((s["limit"], s["slow_clients"], peer))
             if m and s["server"] != peer:
                 s[f"ratio_vs_{peer}"] = s["rps_median"] / m
     return out
@@ -381,14 +403,14 @@ def summarize(rows):
 
 def table(summary):
     """The summary as a Markdown table."""
-    head = ["limit", "server", "req/s median (range)", "MB/s", "CPU us/req", "hit ratio live",
+    head = ["limit", "slow", "server", "req/s median (range)", "MB/s", "CPU us/req", "hit ratio live",
             "gdssim", "MB from disk", "vs nginx", "vs h2o", "errors"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summary:
         def f(k, fmt):
             return "-" if s.get(k) is None else format(s[k], fmt)
         lines.append("| " + " | ".join([
-            s["limit"] or "-", s["server"] + ("" if s["runs_counted"] else "*"),
+            s["limit"] or "-", str(s["slow_clients"]), s["server"] + ("" if s["runs_counted"] else "*"),
             f"{s['rps_median']:,.0f} ({s['rps_min']:,.0f}-{s['rps_max']:,.0f})",
             f("mbytes_per_s_median", ",.1f"), f("cpu_us_per_req_median", ".1f"),
             f("hit_ratio_median", ".3f"), f("sim_hit_ratio", ".3f"),
@@ -397,13 +419,13 @@ def table(summary):
 
 
 def write_all(out_dir, meta, rows, summary):
-    fields = ["run", "limit_label", "memory_limit", "server", "policy", "requests", "duration_s",
+    fields = ["run", "limit_label", "memory_limit", "slow_clients", "slow_mb", "server", "policy", "requests", "duration_s",
               "requests_per_s", "mbytes_per_s", "errors", "hit_ratio", "sim_hit_ratio", "disk_read_mb",
               "peak_mb", "server_cpu_s", "server_cpu_us_per_req", "server_cpu_util", "client_cpu_util",
               "client_bound"]
     report.write_csv(os.path.join(out_dir, "results.csv"), rows, fields)
     report.write_csv(os.path.join(out_dir, "summary.csv"), summary,
-                     ["limit", "memory_limit", "server", "runs", "runs_counted", "rps_median", "rps_min",
+                     ["limit", "memory_limit", "slow_clients", "slow_mb_median", "server", "runs", "runs_counted", "rps_median", "rps_min",
                       "rps_max", "mbytes_per_s_median", "cpu_us_per_req_median", "hit_ratio_median",
                       "sim_hit_ratio", "disk_read_mb_median", "ratio_vs_nginx", "ratio_vs_h2o",
                       "errors"])
@@ -423,7 +445,25 @@ def plot(out_dir, summary, meta, dpi=80):
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=dpi)
     limited = any(s.get("memory_limit") for s in summary)
-    if limited:
+    slowed = len({s["slow_clients"] for s in summary}) > 1
+    if slowed:
+        ns = sorted({s["slow_clients"] for s in summary})
+        for name in dict.fromkeys(s["server"] for s in summary):
+            pts = {s["slow_clients"]: s for s in summary if s["server"] == name}
+            style = dict(marker="o", color="tab:red") if name.startswith("zchttpd") else dict(marker="s")
+            a.plot(ns, [pts[n]["rps_median"] if n in pts else float("nan") for n in ns], label=name,
+                   **style)
+            b.plot(ns, [(pts[n]["disk_read_mb_median"] or 0) if n in pts else float("nan") for n in ns],
+                   label=name, **style)
+        for ax in (a, b):
+            ax.set_xlabel("slow clients")
+        a.set_ylabel("fast clients' requests/s")
+        b.set_ylabel("MB read from disk per run")
+        a.set_ylim(bottom=0)
+        a.legend(fontsize=8)
+        a.set_title("fast clients beside slow ones")
+        b.set_title("disk reads")
+    elif limited:
         labels = [lim["label"] for lim in meta["memory_limits"]]
         for name in dict.fromkeys(s["server"] for s in summary):
             pts = {s["limit"]: s for s in summary if s["server"] == name}
