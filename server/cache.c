@@ -63,8 +63,10 @@ static uint64_t hash_key(const char *s)
  */
 static void entry_free(struct cache *c, struct cache_entry *e)
 {
-	if (c && e->drop_pages && e->file)
+	if (c && e->drop_pages && e->file) {
 		page_drop(&c->drops, e->file, c->now_ms);
+		c->st.dropped++;
+	}
 	zc_file_release(e->file);
 	zc_buf_release(e->body);
 	free(e->key);

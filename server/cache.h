@@ -81,6 +81,8 @@ struct cache_config {
 
 struct cache_stats {
 	uint64_t hits, misses, revalidations, stale, evictions, not_admitted;
+	uint64_t dropped;		/* files whose pages it let go
+					 * (--page-cache policy) */
 	uint64_t bytes, entries;
 	uint64_t pinned_entries;	/* pins held by responses in flight */
 };

@@ -6,7 +6,7 @@
  * holds: a response sent with sendfile holds its pages until the client
  * has read them, well after our last send returned.  So a file whose pages
  * the cache lets go is dropped at once (most pages go) and kept open in a
- * small queue to be dropped again after 100 ms and after 1 s; then it is
+ * small queue to be dropped again after 100 ms, 1 s and 5 s; then it is
  * released.  A full queue releases without the retries (best effort: the
  * pages then go the kernel's way).
  */

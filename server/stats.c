@@ -46,6 +46,7 @@ static void add(struct worker_stats *t, const struct worker_stats *s,
 	t->cache.stale += s->cache.stale;
 	t->cache.evictions += s->cache.evictions;
 	t->cache.not_admitted += s->cache.not_admitted;
+	t->cache.dropped += s->cache.dropped;
 	if (!gauges)
 		return;
 	t->conns_open += s->conns_open;

@@ -40,7 +40,7 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		"\"bytes_copied\":%llu},"
 		"\"cache\":{\"policy\":\"%s\",\"page_cache\":\"%s\",\"hits\":%llu,\"misses\":%llu,"
 		"\"revalidations\":%llu,\"stale\":%llu,\"evictions\":%llu,"
-		"\"not_admitted\":%llu,"
+		"\"not_admitted\":%llu,\"dropped\":%llu,"
 		"\"bytes\":%llu,\"entries\":%llu,\"pinned\":%llu},"
 		"\"backend\":\"%s\",\"event\":\"%s\"}\n",
 		w->nworkers, U(t->requests), U(t->responses[1]),
@@ -52,7 +52,7 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		w->cfg->cache_owns_pages ? "policy" : "kernel",
 		U(t->cache.hits), U(t->cache.misses), U(t->cache.revalidations),
 		U(t->cache.stale), U(t->cache.evictions),
-		U(t->cache.not_admitted), U(t->cache.bytes),
+		U(t->cache.not_admitted), U(t->cache.dropped), U(t->cache.bytes),
 		U(t->cache.entries), U(t->cache.pinned_entries),
 		zc_backend_name(), w->cfg->io_uring ? "io_uring" : "epoll");
 }

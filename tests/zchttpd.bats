@@ -367,20 +367,24 @@ count_resident() {
 	for f in small big1 big2; do
 		[ "$(curl -s "$URL/$f.bin" | sha256sum)" = "${sum[$f]}" ]
 	done
-	# The small body lives once, in the pool; of the two large files the
-	# policy kept one (the other was evicted or refused) and only its
-	# pages stay -- once the dropped one's last pages, still held by the
-	# client's socket at first, went on the retry (page_drop.h: 100 ms,
-	# 1 s).
-	for _ in $(seq 50); do
+	# The small body lives once, in the pool.  Of the two large files the
+	# policy kept one; the other (evicted or refused) had its pages
+	# dropped -- all of them once the client's socket let go of them
+	# (page_drop.h's retries), which the kernel does not promise in time:
+	# an ASan build was seen with a few still held 8 s later.  So: the
+	# drop was made (the status counts it), the kept file is whole, the
+	# other has fewer pages.
+	read -r pol _ _ ev na _ _ < <(cache_status)
+	[ $((ev + na)) -ge 1 ]
+	[ "$(curl -s "$URL/.zc/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"]["dropped"])')" -ge 1 ]
+	for _ in $(seq 30); do
 		[ "$(count_resident "$ROOT/big1.bin" "$ROOT/big2.bin")" -eq 1 ] && break
 		sleep 0.1
 	done
-	[ "$(resident "$ROOT/small.bin")" = 0 ]
 	fincore "$ROOT/small.bin" "$ROOT/big1.bin" "$ROOT/big2.bin"; cache_status	# shown on failure
-	[ "$(count_resident "$ROOT/big1.bin" "$ROOT/big2.bin")" -eq 1 ]
-	read -r pol _ _ ev na _ _ < <(cache_status)
-	[ $((ev + na)) -ge 1 ]
+	[ "$(resident "$ROOT/small.bin")" = 0 ]
+	r1=$(resident "$ROOT/big1.bin") r2=$(resident "$ROOT/big2.bin")
+	[ "$r1" -ne "$r2" ] && { [ "$r1" -eq 40960 ] || [ "$r2" -eq 40960 ]; }
 	[ "$(curl -s "$URL/.zc/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"]["page_cache"])')" = policy ]
 	# Served again, byte for byte, whatever was dropped.
 	for f in big1 big2 small; do
@@ -388,13 +392,19 @@ count_resident() {
 	done
 	stop_server
 
-	uncache "$ROOT/small.bin" "$ROOT/big1.bin" "$ROOT/big2.bin"
-	start_server --cache-size 64k --cache-small-max 16k --workers 1	# kernel: the default
+	# Linux's way, on files of their own: pages the first server sent may
+	# stay referenced by the kernel for a while after it is gone.
 	for f in small big1 big2; do
+		cp "$ROOT/$f.bin" "$ROOT/k$f.bin"
+		sum[k$f]=${sum[$f]}
+	done
+	uncache "$ROOT/ksmall.bin" "$ROOT/kbig1.bin" "$ROOT/kbig2.bin"
+	start_server --cache-size 64k --cache-small-max 16k --workers 1	# kernel: the default
+	for f in ksmall kbig1 kbig2; do
 		[ "$(curl -s "$URL/$f.bin" | sha256sum)" = "${sum[$f]}" ]
 	done
-	sleep 1.2	# past the retries policy mode would make
-	[ "$(count_resident "$ROOT/small.bin" "$ROOT/big1.bin" "$ROOT/big2.bin")" -eq 3 ]
+	sleep 1.2	# past the first retries policy mode would make
+	[ "$(count_resident "$ROOT/ksmall.bin" "$ROOT/kbig1.bin" "$ROOT/kbig2.bin")" -eq 3 ]
 	[ "$(curl -s "$URL/.zc/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"]["page_cache"])')" = kernel ]
 	run "$ZCHTTPD" --root "$ROOT" --page-cache lru
 	[ "$status" -eq 2 ]
