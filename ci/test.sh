@@ -218,6 +218,9 @@ shopt -u nullglob
 # of a process that keeps signals blocked (the master) can hang.
 ZCHTTPD=$PWD/build-asan/server/zchttpd ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	run_bats_suite bats-asan asan tests/zchttpd.bats tests/fastcgi.bats tests/fastcgi_apps.bats
+# zctee once more with ASan+UBSan.
+ZCTEE=$PWD/build-asan/libzc/preload/zctee ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	run_bats_suite bats-zctee-asan asan tests/zctee.bats
 run_pytest_suite
 run_kernel_suite
 
