@@ -109,6 +109,16 @@ static void wait_fd(int fd, short events)
 		;
 }
 
+/* A call to retry: interrupted, or fd not ready yet (waited for). */
+static bool again(ssize_t r, int fd, short events)
+{
+	if (r >= 0 || (errno != EINTR && errno != EAGAIN))
+		return false;
+	if (errno == EAGAIN)
+		wait_fd(fd, events);
+	return true;
+}
+
 /* Drop n bytes from the head of pipe fd. */
 static void discard(int fd, size_t n)
 {
@@ -147,12 +157,8 @@ static bool drain_to(int src, struct out *o, size_t n)
 			n -= (size_t)got;
 			for (ssize_t off = 0; off < got;) {
 				r = write(o->fd, buf + off, (size_t)(got - off));
-				if (r < 0 && errno == EINTR)
+				if (again(r, o->fd, POLLOUT))
 					continue;
-				if (r < 0 && errno == EAGAIN) {
-					wait_fd(o->fd, POLLOUT);
-					continue;
-				}
 				if (r < 0) {
 					discard(src, n);
 					output_failed(o, errno);
@@ -162,12 +168,8 @@ static bool drain_to(int src, struct out *o, size_t n)
 			}
 			continue;
 		}
-		if (r < 0 && errno == EINTR)
+		if (again(r, o->fd, POLLOUT))
 			continue;
-		if (r < 0 && errno == EAGAIN) {
-			wait_fd(o->fd, POLLOUT);
-			continue;
-		}
 		if (r <= 0) {
 			int err = r < 0 ? errno : EIO;
 			discard(src, n);
@@ -203,12 +205,8 @@ static void share_chunk(struct out *o)
 	if (o->is_pipe) {
 		for (;;) {
 			ssize_t r = tee(hold[0], o->fd, hold_bytes, 0);
-			if (r < 0 && errno == EINTR)
+			if (again(r, o->fd, POLLOUT))
 				continue;
-			if (r < 0 && errno == EAGAIN) {
-				wait_fd(o->fd, POLLOUT);
-				continue;
-			}
 			if (r < 0) {
 				output_failed(o, errno);
 				return;
@@ -239,12 +237,8 @@ static bool next_chunk(bool *src_copy)
 		} else {
 			r = read(STDIN_FILENO, buf, sizeof buf);
 		}
-		if (r < 0 && errno == EINTR)
+		if (again(r, STDIN_FILENO, POLLIN))
 			continue;
-		if (r < 0 && errno == EAGAIN) {
-			wait_fd(STDIN_FILENO, POLLIN);
-			continue;
-		}
 		if (r < 0) {
 			fprintf(stderr, PROG ": read error: %s\n", strerror(errno));
 			ok = false;
