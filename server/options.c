@@ -68,7 +68,9 @@ void options_usage(FILE *f)
 "                             (default 2000; it holds an app process meanwhile)\n"
 "  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
 "  --user NAME                drop privileges to NAME after binding\n"
-"  --help, --version\n", gds_policy_names(names, sizeof(names), "|"));
+"  --help, --version\n"
+"zchttpd --probe http://HOST:PORT/PATH   one GET (3 s timeout): exit 0 on 200,\n"
+"                             else 1 (container HEALTHCHECK)\n", gds_policy_names(names, sizeof(names), "|"));
 }
 
 void options_defaults(struct options *o)
