@@ -8,15 +8,23 @@
 #   make bench    install what is missing, build, run the IPC benchmark
 #   make bench-static  zchttpd vs nginx vs h2o vs the floor with wrk, 0.5 CPU per server (about 35 minutes)
 #   make bench-fastcgi zchttpd + FastCGI (zero-copy, socket, php-fpm) vs nginx, 0.5 CPU per configuration (about 60 minutes)
+#   make static   static musl zchttpd in build-static/ (ci/static.sh; docs/deploy.md)
+#   make image    container image from it (ci/image.sh, buildah; docs/deploy.md)
 #   make deps     install what is missing (Debian packages, .venv)
 #   make clean    remove the build trees
 
-.PHONY: all build deps run test bench bench-static bench-fastcgi bench-replay precompress clean
+.PHONY: all build static image deps run test bench bench-static bench-fastcgi bench-replay precompress clean
 
 all: build
 
 build:
 	@ci/build.sh normal
+
+static:
+	@ci/static.sh
+
+image: static
+	@ci/image.sh
 
 deps:
 	@ci/deps.sh
@@ -48,4 +56,4 @@ precompress: deps
 	server/zchttpd-precompress "$(DIR)"
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-static

@@ -3,6 +3,7 @@
 #
 #   normal  -> build/       debugoptimized
 #   asan    -> build-asan/  ASan + UBSan (-Db_sanitize=address,undefined)
+#   static  -> build-static/ musl, static (ci/static.sh, its own setup)
 #
 # A tree is configured once; after that ninja re-runs meson by itself
 # whenever a meson.build or meson_options.txt changes.
@@ -12,8 +13,9 @@ cd "$(dirname "$0")/.."
 flavour=${1:-normal}
 case "$flavour" in
 normal) dir=build; opts=() ;;
+static) exec ci/static.sh ;;
 asan)   dir=build-asan; opts=(-Db_sanitize=address,undefined -Db_lundef=false) ;;
-*) echo "usage: $0 [normal|asan]" >&2; exit 2 ;;
+*) echo "usage: $0 [normal|asan|static]" >&2; exit 2 ;;
 esac
 
 setup() { # meson setup arguments...; quiet unless it fails

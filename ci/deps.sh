@@ -15,6 +15,8 @@ DEB_PACKAGES=(
 	libcmocka-dev bats liburing-dev
 	python3 python3-venv python3-pip
 	musl-tools clang libclang-rt-14-dev
+	# make image / tests/image.bats: builds the FROM scratch image without a daemon
+	buildah
 	curl strace util-linux-extra brotli man-db
 	wrk nginx-light h2o hyperfine
 	# kernel-patch/: Debian's 6.1 source, its build tools, the qemu lane

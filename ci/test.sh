@@ -4,6 +4,8 @@
 # Suites:
 #   meson       cmocka unit tests in build/       (normal build)
 #   meson-asan  the same tests in build-asan/     (ASan + UBSan)
+#   musl        build-static/: static musl zchttpd (ci/static.sh), its
+#               meson tests (fuzz corpus replays; no musl cmocka)
 #   bats        tests/*.bats                      (command line, cross component)
 #   bats-asan, bats-uring, bats-uring-asan
 #               the server's bats files again: ASan+UBSan build, io_uring
@@ -210,6 +212,8 @@ run_kernel_suite() {
 
 run_meson_suite meson normal build
 run_meson_suite meson-asan asan build-asan
+# The static musl build of the container image (ci/static.sh).
+run_meson_suite musl static build-static
 # No bats test may hang the run.
 export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-180}
 shopt -s nullglob

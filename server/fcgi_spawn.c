@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -97,7 +98,9 @@ static void start_proc(struct spawned *s, struct proc *p)
 	signal(SIGPIPE, SIG_DFL);
 	if (dup2(s->lfd, 0) < 0)
 		_exit(127);
-	closefrom(3);
+	/* close_range(2), not closefrom(3): musl (the static image build)
+	 * has no closefrom.  Linux >= 5.9; failure only leaks fds to the app. */
+	syscall(SYS_close_range, 3U, ~0U, 0U);
 	execvp(s->rt->argv[0], s->rt->argv);
 	fprintf(stderr, "zchttpd: fastcgi %s: %s: %s\n", s->rt->spec,
 		s->rt->argv[0], strerror(errno));

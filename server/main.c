@@ -37,6 +37,7 @@
 #include "listen.h"
 #include "event.h"
 #include "options.h"
+#include "probe.h"
 #include "stats.h"
 #include "worker.h"
 
@@ -316,6 +317,14 @@ int main(int argc, char **argv)
 	sigset_t set;
 	long ncpu;
 
+	/* Before options_parse: a probe needs no --root and starts nothing. */
+	if (argc >= 2 && !strcmp(argv[1], "--probe")) {
+		if (argc != 3) {
+			fprintf(stderr, "usage: zchttpd --probe http://HOST:PORT/PATH\n");
+			return 2;
+		}
+		return probe_run(argv[2], 3000);
+	}
 	m.argc = argc;
 	m.argv = argv;
 	if (options_parse(&m.opt, argc, argv)) {

@@ -81,7 +81,9 @@ void options_usage(FILE *f)
 "  --user NAME                drop privileges to NAME after binding\n"
 "  -t, --check-config         check the options (and --config file), the root,\n"
 "                             the address and the log; print the verdict, exit\n"
-"  --help, --version\n", gds_policy_names(names, sizeof(names), "|"));
+"  --help, --version\n"
+"zchttpd --probe http://HOST:PORT/PATH   one GET (3 s timeout): exit 0 on 200,\n"
+"                             else 1 (container HEALTHCHECK)\n", gds_policy_names(names, sizeof(names), "|"));
 }
 
 void options_defaults(struct options *o)
