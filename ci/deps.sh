@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 DEB_PACKAGES=(
 	build-essential meson ninja-build pkg-config
 	libcmocka-dev bats liburing-dev
+	# zchttpd --tls-listen (OpenSSL 3); tests/tls.bats's openssl s_client
+	libssl-dev openssl
 	python3 python3-venv python3-pip
 	musl-tools clang libclang-rt-14-dev
 	# make image / tests/image.bats: builds the FROM scratch image without a daemon

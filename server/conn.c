@@ -159,6 +159,7 @@ void conn_free(struct zh_conn *c)
 	 * make sure a stale event later in this batch finds no handler. */
 	ev_forget(w->loop, c->fd);
 	conn_ring_forget(c);
+	tls_conn_free(c->tls);	/* close_notify first, if it can */
 	close(c->fd);
 	zc_agg_release(c->out);
 	in_put(w, c->in);
@@ -189,6 +190,11 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 	switch (c->state) {
 	case C_READING:
 		/* The head did not arrive in time: say so, then close. */
+		if (c->tls && !tls_established(c->tls)) {
+			c->w->stats->timeouts++;
+			conn_free(c);
+			return;
+		}
 		c->w->stats->timeouts++;
 		zc_agg_truncate(c->out, 0);
 		resp_error(c->out, 408, false, false, NULL);
@@ -205,6 +211,10 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 		conn_free(c);
 		return;
 	case C_IDLE:
+		if (c->tls && !tls_established(c->tls))
+			c->w->stats->timeouts++;	/* a stalled handshake */
+		conn_free(c);
+		return;
 	case C_LINGER:
 		conn_free(c);
 		return;
@@ -252,11 +262,16 @@ static int set_events(struct zh_conn *c, uint32_t events)
  * aggregates, and Nagle would only delay the last partial segment of each.
  */
 static struct zh_conn *conn_new(struct zh_worker *w, int fd,
-				const struct sockaddr_storage *ss)
+				const struct sockaddr_storage *ss, bool tls)
 {
 	struct zh_conn *c = calloc(1, sizeof(*c));
 
 	if (!c || zc_agg_create(&c->out)) {
+		free(c);
+		return NULL;
+	}
+	if (tls && tls_conn_new(w->cfg->tls_ctx, fd, &c->tls)) {
+		zc_agg_release(c->out);
 		free(c);
 		return NULL;
 	}
@@ -277,17 +292,21 @@ static struct zh_conn *conn_new(struct zh_worker *w, int fd,
 	w->nconns++;
 	w->stats->conns_open = w->nconns;
 	w->stats->conns_total++;
-	arm(c, &w->t_idle);
+	/* The handshake has the time a request head has (an idle
+	 * connection closes quietly when its timer runs out). */
+	arm(c, tls ? &w->t_header : &w->t_idle);
 	return c;
 }
 
-int conn_accept_all(struct zh_worker *w)
+int conn_accept_all(struct zh_worker *w, bool tls)
 {
+	int lfd = tls ? w->tls_lfd : w->lfd;
+
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
 		struct zh_conn *c;
-		int fd = accept4(w->lfd, (struct sockaddr *)&ss, &len,
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
@@ -303,7 +322,7 @@ int conn_accept_all(struct zh_worker *w)
 			close(fd);
 			continue;
 		}
-		c = conn_new(w, fd, &ss);
+		c = conn_new(w, fd, &ss, tls);
 		if (!c) {
 			close(fd);
 			continue;
@@ -352,7 +371,9 @@ void conn_run_posted(struct zh_worker *w)
  * returns false if the connection had to be freed. */
 static bool want_input(struct zh_conn *c)
 {
-	if (ev_has_ring(c->w->loop)) {
+	/* OpenSSL reads the socket itself: HTTPS waits through epoll (or
+	 * the ring's poll) for readiness, not for ring receives. */
+	if (ev_has_ring(c->w->loop) && !c->tls) {
 		switch (conn_ring_wait(c)) {
 		case RING_WAITS:
 			return true;
@@ -391,6 +412,8 @@ static bool go_idle(struct zh_conn *c)
 /* Returns false if the connection was freed. */
 static bool start_linger(struct zh_conn *c)
 {
+	if (c->tls)
+		tls_conn_notify_close(c->tls);
 	shutdown(c->fd, SHUT_WR);
 	c->state = C_LINGER;
 	c->in_len = 0;
@@ -421,7 +444,12 @@ static bool finish(struct zh_conn *c)
 static bool flush(struct zh_conn *c)
 {
 	while (zc_agg_len(c->out)) {
-		ssize_t n = iol_write_sink(&c->sink, c->out);
+		/* HTTPS: the kernel encrypts (kTLS) what iol_write sends, or
+		 * we encrypt one record at a time. */
+		ssize_t n = c->tls && !tls_kernel_sends(c->tls)
+			? tls_send(c->tls, c->out, c->w->tls_bounce,
+				   &c->w->stats->tls)
+			: iol_write_sink(&c->sink, c->out);
 
 		if (n > 0) {
 			c->w->stats->bytes_sent += (uint64_t)n;
@@ -770,10 +798,25 @@ static void do_read(struct zh_conn *c)
 	if (c->state == C_LINGER) {
 		char sink[4096];
 
-		n = recv(c->fd, sink, sizeof(sink), 0);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		n = conn_recv(c, sink, sizeof(sink));
+		if (n == 0 || (n < 0 && n != -EAGAIN))
 			conn_free(c);
 		return;
+	}
+	if (c->tls && !tls_established(c->tls)) {
+		int err = tls_handshake(c->tls, &c->w->stats->tls);
+
+		if (err == -EAGAIN || err == -EINPROGRESS) {
+			if (set_events(c, err == -EAGAIN ? READ_EVENTS
+							 : EPOLLOUT))
+				conn_free(c);
+			return;
+		}
+		if (err) {
+			conn_free(c);
+			return;
+		}
+		/* Established: the request may be here already. */
 	}
 	if (!c->in) {
 		c->in = in_get(c->w);
@@ -787,9 +830,9 @@ static void do_read(struct zh_conn *c)
 		conn_got_input(c);
 		return;
 	}
-	n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
+	n = conn_recv(c, c->in + c->in_len, IN_CAP - c->in_len);
 	if (n < 0) {
-		if (errno != EAGAIN && errno != EINTR) {
+		if (n != -EAGAIN) {
 			conn_free(c);
 			return;
 		}
@@ -844,8 +887,14 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 		}
 		if (c->req.want_input && (ev & EPOLLIN)) {
 			/* The handler reads (a request body); it reports
-			 * through request.h, which posts us. */
-			c->req.handler->input(&c->req);
+			 * through request.h, which posts us.  Bytes OpenSSL
+			 * decrypted beyond what it took wake no epoll: feed
+			 * them while it still asks. */
+			do
+				c->req.handler->input(&c->req);
+			while (c->tls && c->req.want_input &&
+			       !c->req.finished && !c->req.redirect_pending &&
+			       tls_pending(c->tls));
 			return;
 		}
 		if (!(ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
@@ -875,6 +924,47 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 		process(c);
 		return;
 	}
-	if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+	if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) ||
+	    (c->tls && !tls_established(c->tls)))	/* handshake: EPOLLOUT */
 		do_read(c);
+}
+
+ssize_t conn_recv(struct zh_conn *c, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (c->tls)
+		return tls_recv(c->tls, buf, len);
+	n = recv(c->fd, buf, len, 0);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	return n;
+}
+
+/*
+ * Input that arrived ahead of the socket, which epoll cannot report: what
+ * the ring received into the spill (conn_ring.c), or what OpenSSL holds
+ * already decrypted.  Returns true if some was added to c->in.
+ */
+bool conn_refill(struct zh_conn *c)
+{
+	ssize_t n;
+
+	if (conn_spill_take(c))
+		return true;
+	if (!c->tls || !tls_pending(c->tls))
+		return false;
+	if (!c->in) {
+		c->in = in_get(c->w);	/* out is empty: no heads in it */
+		c->arena_used = 0;
+		if (!c->in)
+			return false;
+	}
+	if (c->in_len == IN_CAP)
+		return false;
+	n = tls_recv(c->tls, c->in + c->in_len, IN_CAP - c->in_len);
+	if (n <= 0)
+		return false;	/* the next read reports it */
+	c->in_len += (size_t)n;
+	return true;
 }

@@ -5,11 +5,14 @@
 #ifndef ZC_CONN_H
 #define ZC_CONN_H
 
+#include <stdbool.h>
+
 struct zh_worker;
 
-/* Accept what the listener has (up to a batch) and read each new
- * connection's first request at once.  Returns 0 or a negative errno. */
-int conn_accept_all(struct zh_worker *w);
+/* Accept what the listener (the HTTPS one if tls) has, up to a batch, and
+ * read each new connection's first request (or handshake) at once.
+ * Returns 0 or a negative errno. */
+int conn_accept_all(struct zh_worker *w, bool tls);
 /* Close idle connections now; the others close after their response. */
 void conn_close_idle(struct zh_worker *w);
 /* Close every connection now (shutdown deadline). */

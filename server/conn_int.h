@@ -32,6 +32,7 @@ struct zh_conn {
 	struct zh_worker *w;
 	int fd;
 	zc_sink sink;			/* fd, probed once for iol_write */
+	struct tls_conn *tls;		/* HTTPS (tls.h), or NULL */
 	enum conn_state state;
 	struct ev_timer timer;
 	char *in;			/* IN_CAP bytes, then the head arena;
@@ -105,6 +106,15 @@ enum ring_wait { RING_NO = 0, RING_WAITS, RING_FREED };
 enum ring_wait conn_ring_wait(struct zh_conn *c);
 void conn_ring_stop(struct zh_conn *c);
 void conn_ring_forget(struct zh_conn *c);
+/* Move what the ring received ahead (the spill) into the input; true if
+ * anything moved. */
+bool conn_spill_take(struct zh_conn *c);
+
+/* Input from the connection, decrypted if it is HTTPS: bytes, 0 at the
+ * end, -EAGAIN, or another -errno (conn.c). */
+ssize_t conn_recv(struct zh_conn *c, void *buf, size_t len);
+/* Input received ahead of the socket (the ring's spill, OpenSSL's
+ * decrypted bytes) into c->in; true if any was added. */
 bool conn_refill(struct zh_conn *c);
 
 /* conn.c, for conn_ring.c */

@@ -16,7 +16,7 @@
  * appended to the input buffer (or, if that is full, to a bounded spill
  * behind it), and until the receive's last call nobody reads the socket
  * (on_io waits; see conn.c), so the socket's bytes always come after them.
- * Readers of input take the spill first (conn_refill).
+ * Readers of input take the spill first (conn_refill, conn_spill_take).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -78,7 +78,7 @@ static bool take_input(struct zh_conn *c, const char *buf, size_t n)
 	return true;
 }
 
-bool conn_refill(struct zh_conn *c)
+bool conn_spill_take(struct zh_conn *c)
 {
 	size_t k;
 

@@ -458,7 +458,7 @@ static void on_input(struct zh_request *r)
 	} else if (!f->chunked_in) {
 		size_t want = f->body_left < BODY_READ ? (size_t)f->body_left
 						       : BODY_READ;
-		ssize_t n = iol_read(request_fd(r), &f->body, want);
+		ssize_t n = request_read_body(r, &f->body, want);
 
 		if (n == -EAGAIN || n == -EINTR)
 			return;

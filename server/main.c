@@ -49,6 +49,7 @@ struct master {
 	int logfd;			/* access log, or -1 */
 	int nworkers;
 	int lfds[ZCHTTPD_MAX_WORKERS];
+	int tls_lfds[ZCHTTPD_MAX_WORKERS];	/* --tls-listen, or -1 */
 	pid_t pids[ZCHTTPD_MAX_WORKERS];	/* current generation */
 	pid_t old[4 * ZCHTTPD_MAX_WORKERS];	/* stopping generations */
 	struct stats_area *stats;
@@ -76,15 +77,20 @@ static pid_t spawn(struct master *m, int i)
 	if (pid != 0)
 		return pid;
 	/* Child: only our own listening socket stays open. */
-	for (int j = 0; j < m->nworkers; j++)
-		if (j != i)
-			close(m->lfds[j]);
+	for (int j = 0; j < m->nworkers; j++) {
+		if (j == i)
+			continue;
+		close(m->lfds[j]);
+		if (m->tls_lfds[j] >= 0)
+			close(m->tls_lfds[j]);
+	}
 	struct zh_worker *w = calloc(1, sizeof(*w));
 	if (!w)
 		_exit(1);
 	w->cfg = &m->opt.cfg;
 	w->index = i;
 	w->lfd = m->lfds[i];
+	w->tls_lfd = m->tls_lfds[i];
 	w->rootfd = m->rootfd;
 	w->logfd = m->logfd;
 	w->stats = slot;
@@ -136,6 +142,22 @@ static int open_log(const char *path)
 		fprintf(stderr, "zchttpd: --access-log %s: %s\n", path,
 			strerror(-fd));
 	return fd;
+}
+
+/* Certificates and keys are loaded by the master, before the workers
+ * exist (they share the contexts and the session-ticket keys) and before
+ * --user drops the right to read the keys.  Returns -1 after saying why. */
+static int load_tls(struct zh_config *cfg)
+{
+	char err[512];
+
+	if (!cfg->tls.listen)
+		return 0;
+	if (tls_create(&cfg->tls, &cfg->tls_ctx, err, sizeof(err))) {
+		fprintf(stderr, "zchttpd: TLS: %s\n", err);
+		return -1;
+	}
+	return 0;
 }
 
 static void remember_old(struct master *m, pid_t pid)
@@ -216,9 +238,18 @@ static void reload(struct master *m)
 		return;
 	}
 	if (strcmp(o.cfg.listen, m->opt.cfg.listen) ||
-	    (o.cfg.workers && o.cfg.workers != m->nworkers)) {
-		fprintf(stderr, "zchttpd: reload refused: --listen and "
-			"--workers need a restart\n");
+	    (o.cfg.workers && o.cfg.workers != m->nworkers) ||
+	    !o.cfg.tls.listen != !m->opt.cfg.tls.listen ||
+	    (o.cfg.tls.listen &&
+	     strcmp(o.cfg.tls.listen, m->opt.cfg.tls.listen))) {
+		fprintf(stderr, "zchttpd: reload refused: --listen, "
+			"--tls-listen and --workers need a restart\n");
+		options_free(&o);
+		return;
+	}
+	/* New certificates (renewed ones: the same paths) are read now. */
+	if (load_tls(&o.cfg)) {
+		fprintf(stderr, "zchttpd: reload refused\n");
 		options_free(&o);
 		return;
 	}
@@ -366,6 +397,17 @@ int main(int argc, char **argv)
 			m.opt.cfg.listen);
 		return 2;
 	}
+	struct sockaddr_storage tls_ss;
+	socklen_t tls_sslen = 0;
+
+	if (m.opt.cfg.tls.listen &&
+	    listen_parse(m.opt.cfg.tls.listen, &tls_ss, &tls_sslen)) {
+		fprintf(stderr, "zchttpd: --tls-listen %s: not an address\n",
+			m.opt.cfg.tls.listen);
+		return 2;
+	}
+	if (load_tls(&m.opt.cfg))
+		return 1;
 	m.rootfd = open_root(m.opt.cfg.root);
 	if (m.rootfd < 0)
 		return 1;
@@ -399,6 +441,15 @@ int main(int argc, char **argv)
 				m.opt.cfg.listen, strerror(-m.lfds[i]));
 			return 1;
 		}
+		m.tls_lfds[i] = -1;
+		if (!m.opt.cfg.tls.listen)
+			continue;
+		m.tls_lfds[i] = listen_open(&tls_ss, tls_sslen, 4096);
+		if (m.tls_lfds[i] < 0) {
+			fprintf(stderr, "zchttpd: --tls-listen %s: %s\n",
+				m.opt.cfg.tls.listen, strerror(-m.tls_lfds[i]));
+			return 1;
+		}
 	}
 	if (m.opt.user && drop_privileges(m.opt.user))
 		return 1;
@@ -425,6 +476,11 @@ int main(int argc, char **argv)
 	listen_name(m.lfds[0], name, sizeof(name));
 	fprintf(stderr, "zchttpd: serving %s on http://%s/ with %d worker%s\n",
 		m.opt.cfg.root, name, m.nworkers, m.nworkers > 1 ? "s" : "");
+	if (m.opt.cfg.tls.listen) {
+		listen_name(m.tls_lfds[0], name, sizeof(name));
+		fprintf(stderr, "zchttpd: and on https://%s/ (records: %s)\n",
+			name, tls_record_layer(m.opt.cfg.tls_ctx));
+	}
 	for (int i = 0; i < m.nworkers; i++)
 		m.pids[i] = spawn(&m, i);
 

@@ -78,6 +78,15 @@ void options_usage(FILE *f)
 "  --fastcgi-idle MS          close a backend connection unused this long\n"
 "                             (default 2000; it holds an app process meanwhile)\n"
 "  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
+"  --tls-listen ADDR          also serve HTTPS on ADDR (TLS 1.2 and 1.3)\n"
+"  --tls-cert FILE            certificate chain (PEM); repeatable: SNI picks the\n"
+"                             first whose names match, else the first\n"
+"  --tls-key FILE             the key of the --tls-cert before it (default: in\n"
+"                             the certificate's file)\n"
+"  --tls-ciphers LIST         TLS 1.2 ciphers (default: ECDHE with AES-GCM or\n"
+"                             ChaCha20-Poly1305)\n"
+"  --tls-ktls on|off          let the kernel encrypt (kTLS, sendfile stays\n"
+"                             zero-copy) where it can (default on)\n"
 "  --user NAME                drop privileges to NAME after binding\n"
 "  -t, --check-config         check the options (and --config file), the root,\n"
 "                             the address and the log; print the verdict, exit\n"
@@ -108,6 +117,7 @@ void options_defaults(struct options *o)
 	o->cfg.fcgi_conns = 16;
 	o->cfg.fcgi_queue = 1024;
 	o->cfg.fcgi_idle_ms = 2000;
+	o->cfg.tls.ktls = true;
 }
 
 static int parse_uint(const char *v, unsigned long max, unsigned long *out)
@@ -185,6 +195,30 @@ void options_free(struct options *o)
 	free(o->cfg.fcgi);
 	o->cfg.fcgi = NULL;
 	o->cfg.nfcgi = o->fcgi_cap = 0;
+	free(o->cfg.tls.certs);
+	o->cfg.tls.certs = NULL;
+	o->cfg.tls.ncerts = o->tls_cap = 0;
+	tls_free(o->cfg.tls_ctx);
+	o->cfg.tls_ctx = NULL;
+}
+
+/* --tls-cert FILE starts a certificate; --tls-key FILE gives the key of
+ * the last one (without it the key is in the certificate's file). */
+static int add_tls_cert(struct options *o, const char *file)
+{
+	struct zh_tls_config *t = &o->cfg.tls;
+
+	if (t->ncerts == o->tls_cap) {
+		unsigned cap = o->tls_cap ? 2 * o->tls_cap : 2;
+		struct zh_tls_cert *v = realloc(t->certs, cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		t->certs = v;
+		o->tls_cap = cap;
+	}
+	t->certs[t->ncerts++] = (struct zh_tls_cert){ .cert = keep(o, file) };
+	return 0;
 }
 
 /* MATCH of a FastCGI route: "/prefix" or "*.suffix". */
@@ -449,6 +483,28 @@ static int apply(struct options *o, const char *name, const char *val,
 		NUM(fcgi_queue, 1000000);
 	} else if (!strcmp(name, "fastcgi-idle")) {
 		NUM(fcgi_idle_ms, 3600000);
+	} else if (!strcmp(name, "tls-listen")) {
+		NEED_VAL();
+		c->tls.listen = keep(o, val);
+	} else if (!strcmp(name, "tls-cert")) {
+		NEED_VAL();
+		if (add_tls_cert(o, val))
+			goto bad;
+	} else if (!strcmp(name, "tls-key")) {
+		NEED_VAL();
+		if (!c->tls.ncerts || c->tls.certs[c->tls.ncerts - 1].key) {
+			fprintf(stderr, "zchttpd: --tls-key %s: give each key "
+				"once, after its --tls-cert\n", val);
+			return -1;
+		}
+		c->tls.certs[c->tls.ncerts - 1].key = keep(o, val);
+	} else if (!strcmp(name, "tls-ciphers")) {
+		NEED_VAL();
+		c->tls.ciphers = keep(o, val);
+	} else if (!strcmp(name, "tls-ktls")) {
+		NEED_VAL();
+		if (choose(val, "on", "off", &c->tls.ktls))
+			goto bad;
 	} else if (!strcmp(name, "user")) {
 		NEED_VAL();
 		o->user = keep(o, val);
@@ -563,6 +619,10 @@ unknown:
 	}
 	if (!o->cfg.root) {
 		fprintf(stderr, "zchttpd: --root DIR is required\n");
+		return -1;
+	}
+	if (o->cfg.tls.ncerts && !o->cfg.tls.listen) {
+		fprintf(stderr, "zchttpd: --tls-cert without --tls-listen\n");
 		return -1;
 	}
 	return 0;

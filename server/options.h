@@ -17,6 +17,7 @@ struct options {
 	bool check_only;	/* -t: check the options and exit */
 	struct opt_str *strings;	/* the values' copies (options.c) */
 	unsigned fcgi_cap;		/* room in cfg.fcgi */
+	unsigned tls_cap;		/* room in cfg.tls.certs */
 };
 
 void options_defaults(struct options *o);

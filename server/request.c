@@ -149,9 +149,21 @@ bool request_input_buffered(struct zh_request *r)
 	return c->in_len > r->head_len;
 }
 
-int request_fd(const struct zh_request *r)
+ssize_t request_read_body(struct zh_request *r, zc_agg **body, size_t want)
 {
-	return r->conn->fd;
+	struct zh_conn *c = r->conn;
+	ssize_t n;
+
+	if (!c->tls)
+		return iol_read(c->fd, body, want);
+	/* The bounce buffer is free between tls_send calls. */
+	n = tls_recv(c->tls, c->w->tls_bounce,
+		     want < TLS_BOUNCE ? want : TLS_BOUNCE);
+	if (n > 0 && ((!*body && zc_agg_create(body)) ||
+		      zc_agg_append_bytes(*body, NULL, c->w->tls_bounce,
+					  (size_t)n)))
+		return -ENOMEM;
+	return n;
 }
 
 ssize_t request_read(struct zh_request *r)
@@ -167,10 +179,9 @@ ssize_t request_read(struct zh_request *r)
 		conn_refill(c);
 		return (ssize_t)(c->in_len - before);
 	}
-	n = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, 0);
-	if (n < 0)
-		return errno == EINTR ? -EAGAIN : -errno;
-	c->in_len += (size_t)n;
+	n = conn_recv(c, c->in + c->in_len, IN_CAP - c->in_len);
+	if (n > 0)
+		c->in_len += (size_t)n;
 	return n;
 }
 

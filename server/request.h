@@ -141,12 +141,16 @@ void request_input(struct zh_request *r, const char **p, size_t *len);
 /* Drop the first n of those bytes (the body the handler used). */
 void request_input_consume(struct zh_request *r, size_t n);
 /* Whether request_input has bytes for the handler.  A handler that reads
- * the socket itself (request_fd) must take those first: on the io_uring
- * loop, bytes can reach the buffer after the handler first looked. */
+ * the body itself (request_read_body) must take those first: on the
+ * io_uring loop, and from OpenSSL, bytes can reach the buffer after the
+ * handler first looked. */
 bool request_input_buffered(struct zh_request *r);
-/* The client's socket, for a handler that reads a large body itself
- * (read no more than the body's length: what follows is not its own). */
-int request_fd(const struct zh_request *r);
+/* Read up to `want` bytes of a large body straight into `body` (read no
+ * more than the body's length: what follows is not its own; *body NULL:
+ * a new aggregate): by
+ * reference from the socket where libzc can (iol_read), decrypted through
+ * a copy on HTTPS.  Bytes, 0 at EOF, -EAGAIN, or -errno. */
+ssize_t request_read_body(struct zh_request *r, zc_agg **body, size_t want);
 /* Read what the client sent into the connection's input (after what
  * request_input shows): bytes read, 0 at EOF, -EAGAIN, or -errno. */
 ssize_t request_read(struct zh_request *r);

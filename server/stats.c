@@ -47,6 +47,12 @@ static void add(struct worker_stats *t, const struct worker_stats *s,
 	t->cache.evictions += s->cache.evictions;
 	t->cache.not_admitted += s->cache.not_admitted;
 	t->cache.dropped += s->cache.dropped;
+	t->tls.handshakes += s->tls.handshakes;
+	t->tls.resumed += s->tls.resumed;
+	t->tls.failed += s->tls.failed;
+	t->tls.kernel_send += s->tls.kernel_send;
+	t->tls.user_send += s->tls.user_send;
+	t->tls.user_bytes += s->tls.user_bytes;
 	if (!gauges)
 		return;
 	t->conns_open += s->conns_open;

@@ -27,10 +27,29 @@ bool status_matches(const struct zh_worker *w, const struct http_request *req)
 
 #define U(x) ((unsigned long long)(x))
 
+/* HTTPS: how records are encrypted and what the handshakes did. */
+static int render_tls_json(const struct zh_worker *w,
+			   const struct worker_stats *t, char *b, size_t n)
+{
+	const struct zh_config *c = w->cfg;
+
+	if (!c->tls.listen)
+		return snprintf(b, n, "}\n");
+	return snprintf(b, n,
+		",\"tls\":{\"listen\":\"%s\",\"records\":\"%s\","
+		"\"handshakes\":%llu,\"resumed\":%llu,\"failed\":%llu,"
+		"\"kernel_send\":%llu,\"user_send\":%llu,"
+		"\"user_bytes\":%llu}}\n",
+		c->tls.listen, tls_record_layer(c->tls_ctx),
+		U(t->tls.handshakes), U(t->tls.resumed), U(t->tls.failed),
+		U(t->tls.kernel_send), U(t->tls.user_send),
+		U(t->tls.user_bytes));
+}
+
 static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		       char *b, size_t n)
 {
-	return snprintf(b, n,
+	int k = snprintf(b, n,
 		"{\"workers\":%d,\"requests\":%llu,"
 		"\"responses\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,"
 		"\"4xx\":%llu,\"5xx\":%llu},"
@@ -42,7 +61,7 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		"\"revalidations\":%llu,\"stale\":%llu,\"evictions\":%llu,"
 		"\"not_admitted\":%llu,\"dropped\":%llu,"
 		"\"bytes\":%llu,\"entries\":%llu,\"pinned\":%llu},"
-		"\"backend\":\"%s\",\"event\":\"%s\"}\n",
+		"\"backend\":\"%s\",\"event\":\"%s\"",
 		w->nworkers, U(t->requests), U(t->responses[1]),
 		U(t->responses[2]), U(t->responses[3]), U(t->responses[4]),
 		U(t->responses[5]), U(t->bytes_sent), U(t->conns_open),
@@ -55,6 +74,10 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		U(t->cache.not_admitted), U(t->cache.dropped), U(t->cache.bytes),
 		U(t->cache.entries), U(t->cache.pinned_entries),
 		zc_backend_name(), w->cfg->io_uring ? "io_uring" : "epoll");
+
+	if (k < 0 || (size_t)k >= n)
+		return -1;
+	return k + render_tls_json(w, t, b + k, n - (size_t)k);
 }
 
 static int render_prometheus(const struct zh_worker *w,

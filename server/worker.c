@@ -41,6 +41,11 @@ static void begin_stop(struct zh_worker *w)
 	ev_del(w->loop, w->lfd);
 	close(w->lfd);
 	w->lfd = -1;
+	if (w->tls_lfd >= 0) {
+		ev_del(w->loop, w->tls_lfd);
+		close(w->tls_lfd);
+		w->tls_lfd = -1;
+	}
 	conn_close_idle(w);
 	ev_timer_arm(w->loop, &t_shutdown, &shutdown_timer,
 		     on_shutdown_deadline);
@@ -75,7 +80,16 @@ static void on_accept(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 	(void)loop;
 	(void)fd;
 	(void)ev;
-	conn_accept_all(data);
+	conn_accept_all(data, false);
+}
+
+static void on_accept_tls(struct ev_loop *loop, int fd, uint32_t ev,
+			  void *data)
+{
+	(void)loop;
+	(void)fd;
+	(void)ev;
+	conn_accept_all(data, true);
 }
 
 static void on_disk_done(struct ev_loop *loop, int fd, uint32_t ev,
@@ -196,7 +210,9 @@ int worker_run(struct zh_worker *w)
 	if (err)
 		return err;
 	if ((err = ev_add(w->loop, w->sigfd, EPOLLIN, on_signal, w)) ||
-	    (err = ev_add(w->loop, w->lfd, EPOLLIN, on_accept, w)))
+	    (err = ev_add(w->loop, w->lfd, EPOLLIN, on_accept, w)) ||
+	    (w->tls_lfd >= 0 &&
+	     (err = ev_add(w->loop, w->tls_lfd, EPOLLIN, on_accept_tls, w))))
 		return err;
 	ev_set_before_sleep(w->loop, before_sleep, w);
 	w->stats->pid = getpid();

@@ -20,6 +20,7 @@
 #include "event.h"
 #include "fastcgi.h"
 #include "http_parser.h"
+#include "tls.h"
 #include "zc.h"
 
 #define ZCHTTPD_MAX_WORKERS 64
@@ -53,6 +54,8 @@ struct zh_config {
 	unsigned fcgi_conns;		/* connections per backend per worker */
 	unsigned fcgi_queue;		/* requests waiting for one: 503 beyond */
 	unsigned fcgi_idle_ms;		/* an unused connection is closed */
+	struct zh_tls_config tls;	/* HTTPS (tls.h); tls.listen NULL: off */
+	struct zh_tls *tls_ctx;		/* built by the master from tls */
 };
 
 /* Counters of one worker, in shared memory (only its worker writes). */
@@ -67,6 +70,7 @@ struct worker_stats {
 	uint64_t zc_bytes_by_reference;	/* copied from zc_io_stats() */
 	uint64_t zc_bytes_copied;
 	struct cache_stats cache;	/* copied from cache_stats() */
+	struct tls_stats tls;		/* HTTPS connections (tls.h) */
 	pid_t pid;
 };
 
@@ -78,6 +82,8 @@ struct zh_worker {
 	struct ev_loop *loop;
 	int index;
 	int lfd;			/* listening socket */
+	int tls_lfd;			/* HTTPS listening socket, or -1 */
+	char tls_bounce[TLS_BOUNCE];	/* tls_send's copy of a record */
 	int rootfd;			/* O_PATH descriptor of the root */
 	int sigfd;
 	bool stopping;			/* SIGTERM: finish and exit */

@@ -1,0 +1,398 @@
+/*
+ * tls.c - HTTPS with OpenSSL 3 (tls.h).
+ *
+ * The record layer goes to the kernel where it can: with
+ * SSL_OP_ENABLE_KTLS, OpenSSL installs the session keys into the socket's
+ * "tls" upper-layer protocol after the handshake, and from then on what is
+ * written to the socket is encrypted by the kernel.  conn.c then sends
+ * exactly as it does for plain HTTP -- sendmsg for heads, sendfile for file
+ * extents -- and file bodies never enter user space.  Where the kernel has
+ * no tls ULP (this machine's host kernel lists only mptcp), tls_send copies
+ * one record's worth of the response into a bounce buffer (zc_agg_copyout:
+ * memory slices and file extents alike) and SSL_writes it: encryption has to
+ * read every byte anyway, so that copy is the least a user-space record
+ * layer can do.  Input always goes through SSL_read, which itself uses the
+ * kernel's receive side when OpenSSL enabled it.
+ *
+ * Protocol choices, as current guidance for a general-purpose server: TLS
+ * 1.2 and 1.3 only; for 1.2 only ECDHE with AEAD ciphers (OpenSSL's 1.3
+ * suites are all AEAD); no renegotiation; ALPN offers http/1.1 only (a
+ * client that offers neither it nor nothing is refused, RFC 7301); a
+ * session cache per worker and session tickets whose keys the master's
+ * contexts share with every worker (tls.h); SNI picks the first
+ * certificate whose names match (X509_check_host: subjectAltName, then
+ * the common name; wildcards as browsers take them), else the first.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "tls.h"
+
+#define DEFAULT_CIPHERS \
+	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:" \
+	"ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:" \
+	"ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+
+struct zh_tls {
+	SSL_CTX **ctx;			/* one per certificate */
+	unsigned n;
+	char layer[96];			/* tls_record_layer() */
+};
+
+struct tls_conn {
+	SSL *ssl;
+	bool established;
+	bool kernel;			/* kTLS sends */
+	bool broken;			/* a fatal error: no close_notify */
+	bool notified;			/* close_notify sent */
+	size_t retry_len;		/* an SSL_write to repeat as it was */
+};
+
+/* OpenSSL's reason for a failure -- the first error queued is the cause,
+ * later ones only say where it surfaced -- and its queue emptied. */
+static void ssl_reason(char *buf, size_t n)
+{
+	unsigned long e = ERR_peek_error();
+
+	if (e)
+		ERR_error_string_n(e, buf, n);
+	else
+		snprintf(buf, n, "%s", strerror(errno));
+	ERR_clear_error();
+}
+
+static int alpn_select(SSL *s, const unsigned char **out, unsigned char *outlen,
+		       const unsigned char *in, unsigned inlen, void *arg)
+{
+	static const unsigned char ours[] = "\x08http/1.1";
+	unsigned char *sel;
+
+	(void)s;
+	(void)arg;
+	if (SSL_select_next_proto(&sel, outlen, ours, sizeof(ours) - 1, in,
+				  inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_ALERT_FATAL;
+	*out = sel;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+static int sni_select(SSL *s, int *alert, void *arg)
+{
+	struct zh_tls *t = arg;
+	const char *name = SSL_get_servername(s, TLSEXT_NAMETYPE_host_name);
+
+	(void)alert;
+	if (!name)
+		return SSL_TLSEXT_ERR_OK;	/* the default certificate */
+	for (unsigned i = 0; i < t->n; i++) {
+		X509 *x = SSL_CTX_get0_certificate(t->ctx[i]);
+
+		if (x && X509_check_host(x, name, 0, 0, NULL) == 1) {
+			if (i)
+				SSL_set_SSL_CTX(s, t->ctx[i]);
+			break;
+		}
+	}
+	return SSL_TLSEXT_ERR_OK;
+}
+
+static SSL_CTX *ctx_create(struct zh_tls *t, const struct zh_tls_config *cfg,
+			   const struct zh_tls_cert *tc, char *err, size_t n)
+{
+	static const unsigned char sid_ctx[] = "zchttpd";
+	const char *key = tc->key ? tc->key : tc->cert;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	char why[256];
+	const char *what = "setting up TLS";
+
+	ERR_clear_error();
+	if (!ctx)
+		goto fail;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	/* EOF without close_notify is how most clients end a keep-alive
+	 * connection: an end, not an attack, since HTTP frames its bodies. */
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
+			    SSL_OP_IGNORE_UNEXPECTED_EOF |
+			    SSL_OP_NO_COMPRESSION |
+			    (cfg->ktls ? SSL_OP_ENABLE_KTLS : 0));
+	/* tls_send may repeat a write from a fresh copy of the same bytes. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+			 SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+			 SSL_MODE_RELEASE_BUFFERS);
+	if (!SSL_CTX_set_cipher_list(ctx, cfg->ciphers ? cfg->ciphers
+						       : DEFAULT_CIPHERS)) {
+		what = "--tls-ciphers";
+		goto fail;
+	}
+	if (SSL_CTX_use_certificate_chain_file(ctx, tc->cert) != 1) {
+		what = tc->cert;
+		goto fail;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+		what = key;
+		goto fail;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1) {
+		/* OpenSSL files a key of another type under another slot
+		 * and then reports "no certificate assigned": say it plainly. */
+		ERR_clear_error();
+		snprintf(err, n, "%s: the key does not match the certificate "
+			 "in %s", key, tc->cert);
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+	SSL_CTX_set_tlsext_servername_callback(ctx, sni_select);
+	SSL_CTX_set_tlsext_servername_arg(ctx, t);
+	return ctx;
+fail:
+	ssl_reason(why, sizeof(why));
+	snprintf(err, n, "%s: %s", what, why);
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* Whether this kernel lists the tls upper-layer protocol.  (A kernel with
+ * CONFIG_TLS=m may load it on first use; then the per-connection counters,
+ * not this, tell the truth.) */
+static bool kernel_has_tls_ulp(void)
+{
+	char buf[256];
+	int fd = open("/proc/sys/net/ipv4/tcp_available_ulp",
+		      O_RDONLY | O_CLOEXEC);
+	ssize_t k;
+
+	if (fd < 0)
+		return false;
+	k = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (k <= 0)
+		return false;
+	buf[k] = '\0';
+	for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n"))
+		if (!strcmp(tok, "tls"))
+			return true;
+	return false;
+}
+
+int tls_create(const struct zh_tls_config *cfg, struct zh_tls **out,
+	       char *err, size_t errlen)
+{
+	struct zh_tls *t = calloc(1, sizeof(*t));
+
+	*out = NULL;
+	if (!cfg->ncerts) {
+		snprintf(err, errlen, "--tls-listen needs a --tls-cert");
+		free(t);
+		return -1;
+	}
+	if (t)
+		t->ctx = calloc(cfg->ncerts, sizeof(*t->ctx));
+	if (!t || !t->ctx) {
+		snprintf(err, errlen, "out of memory");
+		tls_free(t);
+		return -1;
+	}
+	for (; t->n < cfg->ncerts; t->n++) {
+		t->ctx[t->n] = ctx_create(t, cfg, &cfg->certs[t->n], err,
+					  errlen);
+		if (!t->ctx[t->n]) {
+			tls_free(t);
+			return -1;
+		}
+	}
+	if (!cfg->ktls)
+		snprintf(t->layer, sizeof(t->layer), "user (--tls-ktls off)");
+	else if (!kernel_has_tls_ulp())
+		snprintf(t->layer, sizeof(t->layer),
+			 "user (the kernel offers no tls ULP)");
+	else
+		snprintf(t->layer, sizeof(t->layer), "kernel");
+	*out = t;
+	return 0;
+}
+
+void tls_free(struct zh_tls *t)
+{
+	if (!t)
+		return;
+	for (unsigned i = 0; i < t->n; i++)
+		SSL_CTX_free(t->ctx[i]);
+	free(t->ctx);
+	free(t);
+}
+
+const char *tls_record_layer(const struct zh_tls *t)
+{
+	return t->layer;
+}
+
+int tls_conn_new(struct zh_tls *t, int fd, struct tls_conn **out)
+{
+	struct tls_conn *tc = calloc(1, sizeof(*tc));
+
+	if (!tc)
+		return -ENOMEM;
+	tc->ssl = SSL_new(t->ctx[0]);
+	if (!tc->ssl || SSL_set_fd(tc->ssl, fd) != 1) {
+		ERR_clear_error();
+		SSL_free(tc->ssl);
+		free(tc);
+		return -ENOMEM;
+	}
+	SSL_set_accept_state(tc->ssl);
+	*out = tc;
+	return 0;
+}
+
+void tls_conn_notify_close(struct tls_conn *tc)
+{
+	/* Never after a fatal error (OpenSSL's rule), once only. */
+	if (!tc->established || tc->broken || tc->notified)
+		return;
+	tc->notified = true;
+	if (SSL_shutdown(tc->ssl) < 0)
+		ERR_clear_error();
+}
+
+void tls_conn_free(struct tls_conn *tc)
+{
+	if (!tc)
+		return;
+	tls_conn_notify_close(tc);
+	SSL_free(tc->ssl);
+	free(tc);
+}
+
+/* An SSL_ERROR_* that is not "wait": the session is over. */
+static int broken(struct tls_conn *tc, int e)
+{
+	int err = e == SSL_ERROR_SYSCALL && errno ? -errno : -EPROTO;
+
+	tc->broken = true;
+	ERR_clear_error();
+	return err;
+}
+
+int tls_handshake(struct tls_conn *tc, struct tls_stats *st)
+{
+	int r, e;
+
+	ERR_clear_error();
+	r = SSL_do_handshake(tc->ssl);
+	if (r == 1) {
+		tc->established = true;
+#ifdef BIO_get_ktls_send
+		tc->kernel = BIO_get_ktls_send(SSL_get_wbio(tc->ssl));
+#endif
+		st->handshakes++;
+		if (SSL_session_reused(tc->ssl))
+			st->resumed++;
+		if (tc->kernel)
+			st->kernel_send++;
+		else
+			st->user_send++;
+		return 0;
+	}
+	e = SSL_get_error(tc->ssl, r);
+	if (e == SSL_ERROR_WANT_READ)
+		return -EAGAIN;
+	if (e == SSL_ERROR_WANT_WRITE)
+		return -EINPROGRESS;
+	st->failed++;
+	return broken(tc, e);
+}
+
+bool tls_established(const struct tls_conn *tc)
+{
+	return tc->established;
+}
+
+bool tls_kernel_sends(const struct tls_conn *tc)
+{
+	return tc->kernel;
+}
+
+ssize_t tls_recv(struct tls_conn *tc, void *buf, size_t len)
+{
+	int r, e;
+
+	if (tc->broken)
+		return -EPROTO;
+	ERR_clear_error();
+	errno = 0;
+	r = SSL_read(tc->ssl, buf, len > INT_MAX ? INT_MAX : (int)len);
+	if (r > 0)
+		return r;
+	e = SSL_get_error(tc->ssl, r);
+	switch (e) {
+	case SSL_ERROR_WANT_READ:
+	case SSL_ERROR_WANT_WRITE:	/* a key update waits to be sent */
+		return -EAGAIN;
+	case SSL_ERROR_ZERO_RETURN:	/* close_notify, or EOF (see above) */
+		return 0;
+	default:
+		return broken(tc, e);
+	}
+}
+
+bool tls_pending(const struct tls_conn *tc)
+{
+	/* Decrypted bytes only: a partial record still needs the socket,
+	 * whose readiness epoll reports. */
+	return !tc->broken && SSL_pending(tc->ssl) > 0;
+}
+
+ssize_t tls_send(struct tls_conn *tc, zc_agg *agg, char *bounce,
+		 struct tls_stats *st)
+{
+	size_t len = zc_agg_len(agg);
+	ssize_t k;
+	int r, e;
+
+	if (tc->broken)
+		return -EPIPE;
+	if (tc->retry_len) {
+		/* OpenSSL wants the same bytes again; the front of agg is
+		 * unchanged until we trim it, unless an error page replaced
+		 * what we had started to send: then there is no honest way
+		 * on. */
+		if (len < tc->retry_len)
+			return -EIO;
+		len = tc->retry_len;
+	} else if (len > TLS_BOUNCE) {
+		len = TLS_BOUNCE;
+	}
+	k = zc_agg_copyout(agg, 0, bounce, len);
+	if (k < 0)
+		return k;
+	if ((size_t)k != len)
+		return -EIO;	/* a file shrank under its response */
+	ERR_clear_error();
+	errno = 0;
+	r = SSL_write(tc->ssl, bounce, (int)len);
+	if (r > 0) {
+		tc->retry_len = 0;
+		zc_agg_trim_front(agg, (size_t)r);
+		st->user_bytes += (uint64_t)r;
+		return r;
+	}
+	e = SSL_get_error(tc->ssl, r);
+	if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+		tc->retry_len = len;
+		return -EAGAIN;
+	}
+	return broken(tc, e);
+}
