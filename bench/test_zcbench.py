@@ -1,5 +1,6 @@
 """pytest: zcbench's parsers, config generators, reports and command line
 (fixed inputs, no servers).  The real runs are in test_zcbench_smoke.py."""
+import hashlib
 import json
 import os
 import shutil
@@ -177,6 +178,34 @@ def test_generated_configs_pass_the_servers_own_check(tmp_path):
     conf.write_text(servers.h2o_config(servers.free_port(), tmp_path / "www", 1, tmp_path, as_root))
     p = subprocess.run(["h2o", "-t", "-c", str(conf)], capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_tls_servers_config_and_serve_byte_exact_over_https(tmp_path):
+    """nginx-tls's config is HTTPS with zchttpd's protocols; both -tls
+    servers really start, answer over TLS on the measured port, and
+    zchttpd-tls keeps its status endpoint on a plain port."""
+    text = servers.nginx_config(8443, "/srv/www", 1, "/tmp/p", tls=("/c.crt", "/c.key"))
+    for want in ("listen 127.0.0.1:8443 ssl;", "ssl_certificate /c.crt;",
+                 "ssl_certificate_key /c.key;", "ssl_protocols TLSv1.2 TLSv1.3;",
+                 "ssl_conf_command Options KTLS;"):
+        assert want in text, want
+    www = tmp_path / "www"
+    files = docroot.make_docroot(www, [1024, 100 * 1024])
+    for name in servers.TLS_NAMES:
+        srv = servers.Server(name, www, tmp_path / "run", workers=1,
+                             probe_path=next(iter(files.values()))[0])
+        with srv:
+            assert srv.url("/x").startswith("https://")
+            for size, (path, digest) in files.items():
+                c = srv.connection()
+                c.request("GET", path)
+                body = c.getresponse().read()
+                c.close()
+                assert len(body) == size and hashlib.sha256(body).hexdigest() == digest
+            if srv.kind == "zchttpd":
+                assert srv.status_port != srv.port
+                st = servers.zchttpd_status(srv.status_port)
+                assert st["tls"]["handshakes"] >= 2, st["tls"]
 
 
 # -- report -------------------------------------------------------------------

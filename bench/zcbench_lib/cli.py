@@ -12,9 +12,9 @@ import time
 from . import build_dir
 from . import docroot as dr
 from . import wrk
+from .servers import NAMES as SERVERS
 
 USAGE_EXIT = 2
-SERVERS = ("zchttpd", "nginx", "h2o", "floor", "zchttpd-uring", "floor-uring")
 
 
 def _sizes(text):
@@ -92,7 +92,8 @@ def build_parser():
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     s.add_argument("--servers", type=_list(SERVERS), default="zchttpd,nginx,h2o,floor",
                    help="servers to compare (floor: the reference, bench/floor/zcfloor.c; "
-                        "zchttpd-uring, floor-uring: the same on io_uring, --event io_uring)")
+                        "zchttpd-uring, floor-uring: the same on io_uring, --event io_uring; "
+                        "zchttpd-tls, nginx-tls: HTTPS)")
     s.add_argument("--server-cpu", type=_fraction, default="0.5",
                    help="CPU budget of every server, a fraction of one CPU (cgroup CPU quota per "
                         "100 ms period); 0: no quota (the unconstrained method)")

@@ -49,7 +49,7 @@ def verify_bodies(srv, wanted):
     the body's digest (also warms caches and starts FastCGI applications'
     connections); a wrong one is a ServerError."""
     for path, digest, size in wanted:
-        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+        c = srv.connection(timeout=10)
         try:
             c.request("GET", path)
             r = c.getresponse()
@@ -70,7 +70,7 @@ def _conns_total(srv):
     if srv.kind != "zchttpd":
         return None
     try:
-        return servers.zchttpd_status(srv.port)["connections"]["total"]
+        return servers.zchttpd_status(srv.status_port)["connections"]["total"]
     except (OSError, KeyError, ValueError, servers.ServerError):
         return None
 
