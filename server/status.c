@@ -127,6 +127,20 @@ static int render_prometheus(const struct zh_worker *w,
 	P("zchttpd_cache_bytes %llu\n", U(t->cache.bytes));
 	P("# TYPE zchttpd_cache_entries gauge\n");
 	P("zchttpd_cache_entries %llu\n", U(t->cache.entries));
+	if (w->cfg->tls.listen) {
+		P("# TYPE zchttpd_tls_handshakes_total counter\n");
+		P("zchttpd_tls_handshakes_total{result=\"full\"} %llu\n",
+		  U(t->tls.handshakes - t->tls.resumed));
+		P("zchttpd_tls_handshakes_total{result=\"resumed\"} %llu\n",
+		  U(t->tls.resumed));
+		P("zchttpd_tls_handshakes_total{result=\"failed\"} %llu\n",
+		  U(t->tls.failed));
+		P("# TYPE zchttpd_tls_connections_total counter\n");
+		P("zchttpd_tls_connections_total{records=\"kernel\"} %llu\n",
+		  U(t->tls.kernel_send));
+		P("zchttpd_tls_connections_total{records=\"user\"} %llu\n",
+		  U(t->tls.user_send));
+	}
 #undef P
 	return (int)k;
 }

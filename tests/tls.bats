@@ -162,6 +162,8 @@ PY
 	[ "$output" = "resumed 8 of 8 with TLSv1.2" ]
 	run status_json
 	python3 -c 'import json, sys; t = json.loads(sys.argv[1])["tls"]; assert t["resumed"] >= 16, t' "$output"
+	run curl -s "$URL/.zc/status?format=prometheus"
+	[[ "$output" =~ zchttpd_tls_handshakes_total\{result=\"resumed\"\}\ (1[6-9]|[2-9][0-9]) ]]
 }
 
 @test "SIGHUP reads renewed certificates; a broken one is refused and the old one goes on" {
