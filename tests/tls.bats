@@ -47,12 +47,7 @@ tls_server() { # extra options...
 	TPORT=$(free_port)
 	start_server --tls-listen "127.0.0.1:$TPORT" "$@" || return 1
 	TURL="https://127.0.0.1:$TPORT"
-	for _ in $(seq 100); do
-		curl -sk -o /dev/null "$TURL/a.txt" && return 0
-		sleep 0.05
-	done
-	cat "$BATS_TEST_TMPDIR/server.err"
-	return 1
+	wait_answer "$TURL/a.txt" -k
 }
 
 two_certs() {

@@ -21,8 +21,14 @@ start_server() { # extra options...
 		2>"$BATS_TEST_TMPDIR/server.err" 3>&- &
 	PID=$!
 	URL="http://127.0.0.1:$PORT"
+	wait_answer "$URL/"
+}
+
+# Wait up to 5 s until URL answers (curl options may follow); on failure
+# show the server's stderr.
+wait_answer() { # URL [curl options...]
 	for _ in $(seq 100); do
-		curl -s -o /dev/null "http://127.0.0.1:$PORT/" && return 0
+		curl -s -o /dev/null "$@" && return 0
 		sleep 0.05
 	done
 	cat "$BATS_TEST_TMPDIR/server.err"
