@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "handlers.h"
@@ -42,7 +43,7 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		"\"revalidations\":%llu,\"stale\":%llu,\"evictions\":%llu,"
 		"\"not_admitted\":%llu,\"dropped\":%llu,"
 		"\"bytes\":%llu,\"entries\":%llu,\"pinned\":%llu},"
-		"\"backend\":\"%s\",\"event\":\"%s\"}\n",
+		"\"backend\":\"%s\",\"event\":\"%s\",\"sites\":{",
 		w->nworkers, U(t->requests), U(t->responses[1]),
 		U(t->responses[2]), U(t->responses[3]), U(t->responses[4]),
 		U(t->responses[5]), U(t->bytes_sent), U(t->conns_open),
@@ -55,6 +56,45 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		U(t->cache.not_admitted), U(t->cache.dropped), U(t->cache.bytes),
 		U(t->cache.entries), U(t->cache.pinned_entries),
 		zc_backend_name(), w->cfg->io_uring ? "io_uring" : "epoll");
+}
+
+/* Requests by site (vhost.h), keyed by the site's first name: the names
+ * the master gave counters to (stats.h), so sites a reload removed still
+ * show what they served.  Names are [a-z0-9._-] or an IP-literal's
+ * [0-9a-f:.], nothing to escape. */
+static int render_sites(const struct zh_worker *w,
+			const struct worker_stats *t, char *b, size_t n,
+			bool prom)
+{
+	size_t k = 0;
+	bool first = true;
+
+	for (int i = 0; i < ZH_MAX_SITES; i++) {
+		const char *name = w->all_stats->site_names[i];
+		int r;
+
+		if (!name[0])
+			break;
+		r = prom ? snprintf(b + k, n - k, "%szchttpd_site_requests_total"
+				    "{site=\"%s\"} %llu\n",
+				    first ? "# TYPE zchttpd_site_requests_total "
+					    "counter\n" : "",
+				    name, U(t->site_requests[i]))
+			 : snprintf(b + k, n - k, "%s\"%s\":%llu",
+				    first ? "" : ",", name,
+				    U(t->site_requests[i]));
+		if (r < 0 || (size_t)r >= n - k)
+			return -1;
+		k += (size_t)r;
+		first = false;
+	}
+	if (!prom) {
+		if (k + 3 > n)
+			return -1;
+		memcpy(b + k, "}}\n", 3);
+		k += 3;
+	}
+	return (int)k;
 }
 
 static int render_prometheus(const struct zh_worker *w,
@@ -119,8 +159,10 @@ int status_serve(struct zh_request *r)
 		    memcmp(q, "?format=prometheus", 18) == 0;
 	struct worker_stats t;
 	struct resp_head h;
-	char body[4096];
-	int n;
+	/* The fixed part, then a line per site name at most. */
+	size_t cap = 4096 + ZH_MAX_SITES * (HTTP_HOST_MAX + 64);
+	char *body;
+	int n, m;
 
 	/* This worker's zero-copy counters are fresh; others' are as of
 	 * their last loop iteration. */
@@ -129,10 +171,18 @@ int status_serve(struct zh_request *r)
 	w->stats->zc_bytes_by_reference = io.bytes_by_reference;
 	w->stats->zc_bytes_copied = io.bytes_copied;
 	stats_sum(w->all_stats, &t);
-	n = prom ? render_prometheus(w, &t, body, sizeof(body))
-		 : render_json(w, &t, body, sizeof(body));
-	if (n < 0 || (size_t)n >= sizeof(body))
+	body = malloc(cap);
+	if (!body)
+		return 503;
+	n = prom ? render_prometheus(w, &t, body, cap)
+		 : render_json(w, &t, body, cap);
+	m = n < 0 || (size_t)n >= cap ? -1 :
+	    render_sites(w, &t, body + n, cap - (size_t)n, prom);
+	if (m < 0) {
+		free(body);
 		return 500;
+	}
+	n += m;
 	request_head_begin(r, &h);
 	resp_begin(&h, 200);
 	resp_add(&h, "Content-Type", prom ? "text/plain; version=0.0.4"
@@ -140,10 +190,12 @@ int status_serve(struct zh_request *r)
 	resp_add(&h, "Cache-Control", "no-store");
 	resp_addf(&h, "Content-Length", "%d", n);
 	resp_end(&h, r->keep_alive);
-	if (request_head_end(r, &h))
+	if (request_head_end(r, &h) ||
+	    (!r->head_only && zc_agg_append_bytes(out, NULL, body, (size_t)n))) {
+		free(body);
 		return 500;
-	if (!r->head_only && zc_agg_append_bytes(out, NULL, body, (size_t)n))
-		return 500;
+	}
+	free(body);
 	r->status = 200;
 	r->body_bytes = r->head_only ? 0 : (uint64_t)n;
 	return 0;
