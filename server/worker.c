@@ -114,7 +114,6 @@ static void before_sleep(struct ev_loop *loop, void *data)
 {
 	struct zh_worker *w = data;
 
-	resp_clock_tick();
 	/* Work one side posts for the other (a drained client resumes its
 	 * backend link, a link's records post the client): run both until
 	 * neither has any, or the loop would sleep on posted work. */
