@@ -20,7 +20,6 @@
 
 struct cache {
 	struct cache_config cfg;
-	int rootfd;
 	struct gds gds;
 	zc_pool *pool;			/* small bodies */
 	struct cache_entry **buckets;
@@ -36,9 +35,12 @@ const struct cache_coding_info cache_codings[CACHE_NCODINGS] = {
 	[CACHE_GZIP] = { "gzip", ".gz", "\x1f" "gzip" },
 };
 
-static uint64_t hash_key(const char *s)
+static uint64_t hash_key(unsigned site, const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+
+	h ^= site;	/* the site first, as if it were a leading byte */
+	h *= 0x100000001b3ull;
 
 	while (*s) {
 		h ^= (unsigned char)*s++;
@@ -120,8 +122,7 @@ static void drop(struct cache *c, struct cache_entry *e)
 	entry_put(c, e);
 }
 
-int cache_create(const struct cache_config *cfg, int rootfd,
-		 struct cache **out)
+int cache_create(const struct cache_config *cfg, struct cache **out)
 {
 	struct gds_config g = {
 		.budget = cfg->budget,
@@ -139,7 +140,6 @@ int cache_create(const struct cache_config *cfg, int rootfd,
 	if (!c)
 		return -ENOMEM;
 	c->cfg = *cfg;
-	c->rootfd = rootfd;
 	c->nbuckets = 64;
 	while (c->nbuckets < 2ull * cfg->max_entries)
 		c->nbuckets *= 2;
@@ -184,7 +184,8 @@ static bool still_same(const struct cache *c, const struct cache_entry *e)
 {
 	struct stat st;
 
-	if (fstatat(c->rootfd, e->fs_path, &st, 0) < 0)
+	(void)c;
+	if (fstatat(e->dirfd, e->fs_path, &st, 0) < 0)
 		return false;
 	return (uint64_t)st.st_dev == e->v.dev &&
 	       (uint64_t)st.st_ino == e->v.ino &&
@@ -195,14 +196,21 @@ static bool still_same(const struct cache *c, const struct cache_entry *e)
 		       e->v.ctime_ns;
 }
 
-struct cache_entry *cache_lookup(struct cache *c, const char *key,
-				 uint64_t now_ms)
+/* Is e the entry of (site, key), whose hash is h? */
+static bool is_key(const struct cache_entry *e, uint64_t h, unsigned site,
+		   const char *key)
 {
-	uint64_t h = hash_key(key);
+	return e->hash == h && e->site == site && !strcmp(e->key, key);
+}
+
+struct cache_entry *cache_lookup(struct cache *c, unsigned site,
+				 const char *key, uint64_t now_ms)
+{
+	uint64_t h = hash_key(site, key);
 	struct cache_entry *e = c->buckets[h & (c->nbuckets - 1)];
 
 	c->now_ms = now_ms;
-	while (e && (e->hash != h || strcmp(e->key, key)))
+	while (e && !is_key(e, h, site, key))
 		e = e->hnext;
 	if (!e) {
 		c->st.misses++;
@@ -269,7 +277,8 @@ static void prebuild_head(struct cache_entry *e)
 	e->head_len = n > 0 && (size_t)n < sizeof(e->head) ? (uint16_t)n : 0;
 }
 
-static struct cache_entry *entry_new(const char *key, const char *fs_path,
+static struct cache_entry *entry_new(unsigned site, const char *key,
+				     int dirfd, const char *fs_path,
 				     int fd, const struct stat *st,
 				     uint64_t now_ms, enum cache_coding coding)
 {
@@ -281,7 +290,9 @@ static struct cache_entry *entry_new(const char *key, const char *fs_path,
 		return NULL;
 	gds_entry_init(&e->g);
 	e->refs = 1;	/* the caller's */
+	e->site = site;
 	e->key = strdup(key);
+	e->dirfd = dirfd;
 	e->fs_path = strdup(fs_path);
 	if (!e->key || !e->fs_path || zc_file_adopt(fd, st, &e->file)) {
 		entry_free(NULL, e);	/* nothing to drop yet */
@@ -298,16 +309,18 @@ static struct cache_entry *entry_new(const char *key, const char *fs_path,
 	e->mime = mime_type(fs_path, type_len);
 	prebuild_head(e);
 	e->checked_ms = now_ms;
-	e->hash = hash_key(key);
+	e->hash = hash_key(site, key);
 	return e;
 }
 
-struct cache_entry *cache_prepare(struct cache *c, const char *key,
+struct cache_entry *cache_prepare(struct cache *c, unsigned site,
+				  const char *key, int dirfd,
 				  const char *fs_path, int fd,
 				  const struct stat *st, uint64_t now_ms,
 				  enum cache_coding coding, unsigned variants)
 {
-	struct cache_entry *e = entry_new(key, fs_path, fd, st, now_ms, coding);
+	struct cache_entry *e = entry_new(site, key, dirfd, fs_path, fd, st,
+					  now_ms, coding);
 
 	if (e) {
 		e->variants = (uint8_t)variants;
@@ -330,7 +343,7 @@ struct cache_entry *cache_admit(struct cache *c, struct cache_entry *e)
 
 	/* A stale twin goes first. */
 	old = c->buckets[e->hash & (c->nbuckets - 1)];
-	while (old && (old->hash != e->hash || strcmp(old->key, e->key)))
+	while (old && !is_key(old, e->hash, e->site, e->key))
 		old = old->hnext;
 	if (old)
 		drop(c, old);

@@ -48,8 +48,13 @@ struct cache_entry {
 	uint64_t hash;
 	unsigned refs;			/* 1 while in the table + pins */
 	bool in_table;
+	/* The key is (site, key): two sites' "/index.html" are two
+	 * entries (virtual hosts, vhost.h). */
+	unsigned site;
 	char *key;			/* request path, normalized ("dir/") */
-	char *fs_path;			/* file below the root ("dir/index.html") */
+	int dirfd;			/* the site's root, for revalidation
+					 * (the worker's; not ours to close) */
+	char *fs_path;			/* file below it ("dir/index.html") */
 	zc_file *file;
 	struct zc_file_version v;
 	zc_buf *body;			/* whole content of a small file, or NULL */
@@ -89,15 +94,14 @@ struct cache_stats {
 
 struct cache;
 
-int cache_create(const struct cache_config *cfg, int rootfd,
-		 struct cache **out);
+int cache_create(const struct cache_config *cfg, struct cache **out);
 void cache_destroy(struct cache *c);
 
-/* The entry for `key`, or NULL (not cached, or found changed and
- * dropped).  `now_ms` drives revalidation.  The caller gets a reference:
- * cache_put() it when done. */
-struct cache_entry *cache_lookup(struct cache *c, const char *key,
-				 uint64_t now_ms);
+/* The entry for `key` of site `site`, or NULL (not cached, or found
+ * changed and dropped).  `now_ms` drives revalidation.  The caller gets a
+ * reference: cache_put() it when done. */
+struct cache_entry *cache_lookup(struct cache *c, unsigned site,
+				 const char *key, uint64_t now_ms);
 
 void cache_put(struct cache *c, struct cache_entry *e);
 
@@ -107,6 +111,8 @@ void cache_put(struct cache *c, struct cache_entry *e);
  * pool, which locks): it takes an open regular file and the fstat its
  * opener just made -- the entry owns the descriptor from then on, and the
  * file is not stat'ed again -- and reads a small body into a pool buffer.
+ * `dirfd` is the site's root, which `fs_path` is relative to (the entry is
+ * revalidated by fstatat(dirfd, fs_path)).
  * `coding` is the body's content coding (a precompressed variant: its type
  * comes from the name without the suffix, its ETag is its own), and
  * `variants` the precompressed files found next to an identity file.
@@ -115,7 +121,8 @@ void cache_put(struct cache *c, struct cache_entry *e);
  * if the budget allows; otherwise it stays a private entry that lives as
  * long as its references.
  */
-struct cache_entry *cache_prepare(struct cache *c, const char *key,
+struct cache_entry *cache_prepare(struct cache *c, unsigned site,
+				  const char *key, int dirfd,
 				  const char *fs_path, int fd,
 				  const struct stat *st, uint64_t now_ms,
 				  enum cache_coding coding, unsigned variants);

@@ -50,6 +50,7 @@
 #include "request.h"
 #include "respond.h"
 #include "uri.h"
+#include "vhost.h"
 #include "zchttpd.h"
 
 #define ACCEPT_BATCH 64
@@ -529,7 +530,7 @@ static void complete(struct zh_conn *c, int err)
 		r->entry = NULL;
 	}
 	count_status(w, r->status);
-	access_log_request(w->log, &c->peer, &r->http, r->status,
+	access_log_request(r->vhost->log, &c->peer, &r->http, r->status,
 			   conn_queued_end(c) - c->req_start);
 	if (!r->keep_alive)
 		c->close_after = true;
@@ -569,7 +570,7 @@ static int route(struct zh_conn *c, struct zh_request *r)
 	r->uri = w->uri;
 	r->uri_len = r->up.len + 1;
 	if (w->cfg->nfcgi)
-		rt = fastcgi_route(w, r->uri, r->uri_len);
+		rt = fastcgi_route(w, r->vhost->index, r->uri, r->uri_len);
 	if (rt)
 		return fastcgi_serve(r, rt);
 	/* A request body would have to be read and thrown away: the static
@@ -594,6 +595,7 @@ static bool answer(struct zh_conn *c, const struct http_request *req,
 	*r = (struct zh_request){
 		.conn = c,
 		.w = w,
+		.vhost = &w->vhosts[vhost_find(w->cfg, req)],
 		.http = *req,
 		.head_len = head_len,
 		.head_only = req->method == HTTP_M_HEAD,
@@ -601,6 +603,8 @@ static bool answer(struct zh_conn *c, const struct http_request *req,
 	};
 	c->req_start = conn_queued_end(c);
 	w->stats->requests++;
+	if (r->vhost->site->stat_slot >= 0)
+		w->stats->site_requests[r->vhost->site->stat_slot]++;
 	err = route(c, r);
 	if (err == ZH_WAIT)
 		return false;
@@ -638,7 +642,9 @@ static bool answer_buffered(struct zh_conn *c)
 		if (r == HTTP_PARSE_ERROR) {
 			resp_error(c->out, req.error, false, false, NULL);
 			count_status(w, req.error);
-			access_log_request(w->log, &c->peer, NULL, req.error, 0);
+			/* Unparsed: no Host to go by, the default site's. */
+			access_log_request(w->vhosts[w->cfg->default_site].log,
+					   &c->peer, NULL, req.error, 0);
 			c->close_after = true;
 			c->linger = true;
 			c->in_len = 0;

@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errlog.h"
 #include "fastcgi.h"
 #include "fcgi_params.h"
 #include "fcgi_proto.h"
@@ -100,8 +101,8 @@ static void on_queue_timeout(struct ev_loop *loop, struct ev_timer *t)
 
 	(void)loop;
 	fcgi_link_cancel(f->w, f->rt, &f->cl);
-	fprintf(stderr, "zchttpd: fastcgi %s: no connection free within "
-		"the timeout\n", f->rt->spec);
+	zh_log(ZL_ERROR, "fastcgi %s: no connection free within "
+		"the timeout", f->rt->spec);
 	finish(f, 504);
 }
 
@@ -152,10 +153,15 @@ static size_t script_end(const struct zh_fcgi_route *rt, const char *uri,
 }
 
 const struct zh_fcgi_route *fastcgi_route(const struct zh_worker *w,
-					  const char *uri, size_t len)
+					  unsigned site, const char *uri,
+					  size_t len)
 {
+	/* One list for every site (the upstreams and spawned processes
+	 * are per route, fcgi_upstream.c): a few routes per site, so a scan
+	 * that skips the other sites' costs nothing worth indexing. */
 	for (unsigned i = 0; i < w->cfg->nfcgi; i++)
-		if (script_end(&w->cfg->fcgi[i], uri, len))
+		if (w->cfg->fcgi[i].site == site &&
+		    script_end(&w->cfg->fcgi[i], uri, len))
 			return &w->cfg->fcgi[i];
 	return NULL;
 }
@@ -249,7 +255,7 @@ static int send_params(struct fcgi_req *f, zc_agg *out)
 		.script_name_len = se,
 		.path_info = uri + se,
 		.path_info_len = ulen - se,
-		.document_root = f->w->root_abs,
+		.document_root = r->vhost->root_abs,
 		.document_uri = uri,
 		.query = r->up.query,
 		.query_len = r->up.query_len,
@@ -266,7 +272,7 @@ static int send_params(struct fcgi_req *f, zc_agg *out)
 	zc_buf *b;
 	int err;
 
-	if (asprintf(&filename, "%s%.*s", f->w->root_abs, (int)se, uri) < 0)
+	if (asprintf(&filename, "%s%.*s", r->vhost->root_abs, (int)se, uri) < 0)
 		return -ENOMEM;
 	in.script_filename = filename;
 	err = fcgi_params_build(&in, 1, true, &b);
@@ -621,8 +627,8 @@ static void log_stderr(struct fcgi_req *f, zc_agg *content)
 		if (nl)
 			*nl = 0;
 		if (*line)
-			fprintf(stderr, "zchttpd: fastcgi %s: stderr: %s "
-				"(request \"%.*s %.*s\")\n", f->rt->spec, line,
+			zh_log(ZL_WARN, "fastcgi %s: stderr: %s "
+				"(request \"%.*s %.*s\")", f->rt->spec, line,
 				req ? (int)req->method_str.len : 1,
 				req ? req->method_str.p : "-",
 				req ? (int)req->target.len : 1,
@@ -666,15 +672,15 @@ static void on_end(struct fcgi_req *f, zc_agg *content)
 			      ? ZH_TRUNCATED : 0;
 	} else if (f->rep.has_length && !f->rep.no_body &&
 		   f->body_sent != f->rep.length) {
-		fprintf(stderr, "zchttpd: fastcgi %s: Content-Length %llu but "
-			"%llu bytes sent\n", f->rt->spec,
+		zh_log(ZL_ERROR, "fastcgi %s: Content-Length %llu but "
+			"%llu bytes sent", f->rt->spec,
 			(unsigned long long)f->rep.length,
 			(unsigned long long)f->body_sent);
 		err = ZH_TRUNCATED;
 	}
 	if (err == 502)
-		fprintf(stderr, "zchttpd: fastcgi %s: the application ended "
-			"the request without a response\n", f->rt->spec);
+		zh_log(ZL_ERROR, "fastcgi %s: the application ended "
+			"the request without a response", f->rt->spec);
 	finish(f, err);
 }
 
@@ -734,7 +740,7 @@ static void cl_failed(struct fcgi_client *cl, int status)
 	struct fcgi_req *f = of_client(cl);
 
 	f->link = NULL;
-	fprintf(stderr, "zchttpd: fastcgi %s: %s\n", f->rt->spec,
+	zh_log(ZL_ERROR, "fastcgi %s: %s", f->rt->spec,
 		status == 504 ? "timed out" : "connection failed or broken");
 	finish(f, f->head_done ? ZH_TRUNCATED : status);
 }

@@ -34,6 +34,7 @@ enum zh_fcgi_transport {
  * fills `addr` of spawned ones before the workers start). */
 struct zh_fcgi_route {
 	const char *spec;		/* as written, for messages */
+	unsigned site;			/* the site it serves (vhost.h) */
 	const char *match;		/* "/app" prefix, or "*.php" suffix */
 	size_t match_len;
 	bool suffix;			/* match is "*.ext": the path's first
@@ -54,10 +55,11 @@ struct zh_worker;
 struct zh_request;
 struct http_request;
 
-/* The route for a request path (raw, as sent), or NULL.  Prefix routes
- * compare the normalized path; the first route that matches wins. */
+/* The route of site `site` for a request path (normalized), or NULL.
+ * The first of the site's routes that matches wins. */
 const struct zh_fcgi_route *fastcgi_route(const struct zh_worker *w,
-					  const char *path, size_t len);
+					  unsigned site, const char *path,
+					  size_t len);
 
 /* Answer r through the route's backend: ZH_WAIT, or an error status. */
 int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *route);

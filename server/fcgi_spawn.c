@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errlog.h"
 #include "fastcgi.h"
 #include "fcgi_spawn.h"
 #include "zchttpd.h"
@@ -81,7 +82,7 @@ static void start_proc(struct spawned *s, struct proc *p)
 	pid_t pid = fork();
 
 	if (pid < 0) {
-		fprintf(stderr, "zchttpd: fastcgi %s: fork: %s\n", s->rt->spec,
+		zh_log(ZL_ERROR, "fastcgi %s: fork: %s", s->rt->spec,
 			strerror(errno));
 		p->restart_at_ms = now_ms() + BACKOFF_MAX_MS;
 		return;
@@ -102,7 +103,7 @@ static void start_proc(struct spawned *s, struct proc *p)
 	 * has no closefrom.  Linux >= 5.9; failure only leaks fds to the app. */
 	syscall(SYS_close_range, 3U, ~0U, 0U);
 	execvp(s->rt->argv[0], s->rt->argv);
-	fprintf(stderr, "zchttpd: fastcgi %s: %s: %s\n", s->rt->spec,
+	zh_log(ZL_ERROR, "fastcgi %s: %s: %s", s->rt->spec,
 		s->rt->argv[0], strerror(errno));
 	_exit(127);
 }
@@ -173,7 +174,7 @@ int fcgi_spawn_start(struct zh_config *cfg, unsigned nworkers,
 	snprintf(sw->dir, sizeof(sw->dir), "%s/zchttpd.XXXXXX",
 		 tmp && strlen(tmp) < 40 ? tmp : "/tmp");
 	if (!mkdtemp(sw->dir)) {
-		fprintf(stderr, "zchttpd: %s: %s\n", sw->dir, strerror(errno));
+		zh_log(ZL_ERROR, "%s: %s", sw->dir, strerror(errno));
 		free(sw->addrs);
 		free(sw->sp);
 		free(sw);
@@ -203,7 +204,7 @@ int fcgi_spawn_start(struct zh_config *cfg, unsigned nworkers,
 				goto oom;
 			err = open_socket(s);
 			if (err) {
-				fprintf(stderr, "zchttpd: fastcgi %s: %s: %s\n",
+				zh_log(ZL_ERROR, "fastcgi %s: %s: %s",
 					rt->spec, s->path, strerror(-err));
 				return -1;
 			}
@@ -211,13 +212,13 @@ int fcgi_spawn_start(struct zh_config *cfg, unsigned nworkers,
 				start_proc(s, &s->procs[k]);
 		}
 		route_addrs(sw, rt, first);
-		fprintf(stderr, "zchttpd: fastcgi %s: %u process%s on %s/%u-*.sock "
-			"(%u per worker)\n", rt->spec, each * nworkers,
+		zh_log(ZL_NOTICE, "fastcgi %s: %u process%s on %s/%u-*.sock "
+			"(%u per worker)", rt->spec, each * nworkers,
 			each * nworkers > 1 ? "es" : "", sw->dir, i, each);
 	}
 	return 0;
 oom:
-	fprintf(stderr, "zchttpd: out of memory\n");
+	zh_log(ZL_ERROR, "out of memory");
 	return -1;
 }
 
@@ -241,8 +242,8 @@ bool fcgi_spawn_reaped(struct fcgi_spawner *sw, pid_t pid, int status,
 			}
 			if (now - p->started_ms >= HEALTHY_MS)
 				s->backoff_ms = BACKOFF_MIN_MS;
-			fprintf(stderr, "zchttpd: fastcgi %s: pid %d %s %d; "
-				"restarting it in %u ms\n", s->rt->spec,
+			zh_log(ZL_WARN, "fastcgi %s: pid %d %s %d; "
+				"restarting it in %u ms", s->rt->spec,
 				(int)pid, WIFSIGNALED(status)
 					? "killed by signal" : "exited with",
 				WIFSIGNALED(status) ? WTERMSIG(status)
@@ -310,8 +311,8 @@ int fcgi_spawn_adopt(struct fcgi_spawner *sw, struct zh_config *cfg)
 	}
 	return 0;
 changed:
-	fprintf(stderr, "zchttpd: reload refused: --fastcgi-spawn changed "
-		"(needs a restart)\n");
+	zh_log(ZL_ERROR, "reload refused: --fastcgi-spawn changed "
+		"(needs a restart)");
 	return -1;
 }
 

@@ -37,6 +37,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "errlog.h"
 #include "fastcgi.h"
 #include "fcgi_upstream.h"
 #include "zchttpd.h"
@@ -640,7 +641,7 @@ int fcgi_link_acquire(struct zh_worker *w, const struct zh_fcgi_route *rt,
 		int err = link_open(up, &l);
 
 		if (err) {
-			fprintf(stderr, "zchttpd: fastcgi %s: connect: %s\n",
+			zh_log(ZL_ERROR, "fastcgi %s: connect: %s",
 				rt->spec, strerror(-err));
 			return 502;
 		}

@@ -12,7 +12,8 @@
  *                     new generation of workers on the same sockets (no
  *                     connection is refused meanwhile), stop the old one
  *                     gracefully.  The listen address cannot change.
- *   SIGUSR1           reopen the access log (after logrotate moved it).
+ *   SIGUSR1           reopen the access logs and the error log (after
+ *                     logrotate moved them).
  *   a worker dies     it is replaced (at most 10 times a minute, then the
  *                     master gives up and stops: a crash loop is a bug to
  *                     report, not to hide).
@@ -33,9 +34,10 @@
 #include <unistd.h>
 
 #include "access_log.h"
+#include "errlog.h"
+#include "event.h"
 #include "fcgi_spawn.h"
 #include "listen.h"
-#include "event.h"
 #include "options.h"
 #include "probe.h"
 #include "stats.h"
@@ -45,8 +47,8 @@ struct master {
 	struct options opt;
 	int argc;
 	char **argv;
-	int rootfd;
-	int logfd;			/* access log, or -1 */
+	int *rootfds;			/* per site (opt.cfg.sites) */
+	int *logfds;			/* per site: access log, or -1 */
 	int nworkers;
 	int lfds[ZCHTTPD_MAX_WORKERS];
 	int tls_lfds[ZCHTTPD_MAX_WORKERS];	/* --tls-listen, or -1 */
@@ -65,8 +67,8 @@ static pid_t spawn(struct master *m, int i)
 	pid_t pid;
 
 	if (!slot) {
-		fprintf(stderr, "zchttpd: too many draining workers; "
-			"worker %d not started\n", i);
+		zh_log(ZL_ERROR, "too many draining workers; "
+			"worker %d not started", i);
 		return 0;
 	}
 	pid = fork();
@@ -91,24 +93,35 @@ static pid_t spawn(struct master *m, int i)
 	w->index = i;
 	w->lfd = m->lfds[i];
 	w->tls_lfd = m->tls_lfds[i];
-	w->rootfd = m->rootfd;
-	w->logfd = m->logfd;
+	w->site_rootfds = m->rootfds;
+	w->site_logfds = m->logfds;
 	w->stats = slot;
 	w->all_stats = m->stats;
 	w->nworkers = m->nworkers;
 	int err = worker_run(w);
 	if (err)
-		fprintf(stderr, "zchttpd: worker %d: %s\n", i, strerror(-err));
+		zh_log(ZL_ERROR, "worker %d: %s", i, strerror(-err));
 	_exit(err ? 1 : 0);
 }
 
-static int open_root(const char *root)
+/* A site's option, as an error message names it: "FILE:LINE: root" for
+ * a server block, "--root" for the command line's site. */
+static void site_error(const struct zh_site *s, const char *what,
+		       const char *path, int err)
 {
-	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->where)
+		zh_log(ZL_ERROR, "%s: %s %s: %s", s->where, what, path,
+		       strerror(err));
+	else
+		zh_log(ZL_ERROR, "--%s %s: %s", what, path, strerror(err));
+}
+
+static int open_root(const struct zh_site *s)
+{
+	int fd = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
-		fprintf(stderr, "zchttpd: --root %s: %s\n", root,
-			strerror(errno));
+		site_error(s, "root", s->root, errno);
 	return fd;
 }
 
@@ -117,30 +130,26 @@ static int drop_privileges(const char *user)
 	struct passwd *pw = getpwnam(user);
 
 	if (!pw) {
-		fprintf(stderr, "zchttpd: --user %s: no such user\n", user);
+		zh_log(ZL_ERROR, "--user %s: no such user", user);
 		return -1;
 	}
 	if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 ||
 	    setuid(pw->pw_uid) < 0) {
-		fprintf(stderr, "zchttpd: --user %s: %s\n", user,
+		zh_log(ZL_ERROR, "--user %s: %s", user,
 			strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
-/* The master opens the log, as it does the root and the sockets, so that
+/* The master opens the logs, as it does the roots and the sockets, so that
  * workers under --user can append to a file only root may write. */
-static int open_log(const char *path)
+static int open_log(const struct zh_site *s)
 {
-	int fd;
+	int fd = access_log_open_fd(s->access_log);
 
-	if (!path)
-		return -1;
-	fd = access_log_open_fd(path);
 	if (fd < 0)
-		fprintf(stderr, "zchttpd: --access-log %s: %s\n", path,
-			strerror(-fd));
+		site_error(s, "access-log", s->access_log, -fd);
 	return fd;
 }
 
@@ -154,10 +163,123 @@ static int load_tls(struct zh_config *cfg)
 	if (!cfg->tls.listen)
 		return 0;
 	if (tls_create(&cfg->tls, &cfg->tls_ctx, err, sizeof(err))) {
-		fprintf(stderr, "zchttpd: TLS: %s\n", err);
+		zh_log(ZL_ERROR, "TLS: %s", err);
 		return -1;
 	}
 	return 0;
+}
+
+/* Close what open_sites opened (a log shared by sites once). */
+static void close_sites(unsigned n, int *rootfds, int *logfds)
+{
+	for (unsigned i = 0; rootfds && i < n; i++) {
+		bool shared = false;
+
+		if (rootfds[i] >= 0)
+			close(rootfds[i]);
+		for (unsigned j = 0; j < i; j++)
+			shared |= logfds[j] == logfds[i];
+		if (logfds[i] >= 0 && !shared)
+			close(logfds[i]);
+	}
+	free(rootfds);
+	free(logfds);
+}
+
+/* The descriptor of the access log at `path` among the running sites',
+ * or -1. */
+static int running_log(const struct master *m, const char *path)
+{
+	for (unsigned i = 0; m && m->logfds && i < m->opt.cfg.nsites; i++)
+		if (m->logfds[i] >= 0 && m->opt.cfg.sites[i].access_log &&
+		    !strcmp(m->opt.cfg.sites[i].access_log, path))
+			return m->logfds[i];
+	return -1;
+}
+
+/* Every site's root and access log, opened: arrays of c->nsites.  Sites
+ * naming the same log share one descriptor (one file offset, whole lines:
+ * access_log.c).  On reload (`running` set) a log that can no longer be
+ * opened (--user) but is open since start goes on in the same file.
+ * Returns 0, or -1 (reported, nothing left open). */
+static int open_sites(const struct zh_config *c, const struct master *running,
+		      int **rootfds_out, int **logfds_out)
+{
+	int *rootfds = calloc(c->nsites, sizeof(int));
+	int *logfds = calloc(c->nsites, sizeof(int));
+	unsigned i;
+
+	if (!rootfds || !logfds) {
+		free(rootfds);
+		free(logfds);
+		zh_log(ZL_ERROR, "out of memory");
+		return -1;
+	}
+	for (i = 0; i < c->nsites; i++)
+		rootfds[i] = logfds[i] = -1;
+	for (i = 0; i < c->nsites; i++) {
+		const struct zh_site *s = &c->sites[i];
+
+		rootfds[i] = open_root(s);
+		if (rootfds[i] < 0)
+			goto fail;
+		if (!s->access_log)
+			continue;
+		for (unsigned j = 0; j < i && logfds[i] < 0; j++)
+			if (c->sites[j].access_log &&
+			    !strcmp(c->sites[j].access_log, s->access_log))
+				logfds[i] = logfds[j];
+		if (logfds[i] >= 0)
+			continue;
+		logfds[i] = open_log(s);
+		if (logfds[i] < 0 && running_log(running, s->access_log) >= 0) {
+			logfds[i] = fcntl(running_log(running, s->access_log),
+					  F_DUPFD_CLOEXEC, 3);
+			if (logfds[i] >= 0)
+				zh_log(ZL_WARN, "keeping the access log open "
+				       "since start (%s)", s->access_log);
+		}
+		if (logfds[i] < 0)
+			goto fail;
+	}
+	*rootfds_out = rootfds;
+	*logfds_out = logfds;
+	return 0;
+fail:
+	close_sites(i + 1, rootfds, logfds);
+	return -1;
+}
+
+/* The error log of c (errlog.h), if it is not the one in use. */
+static int open_error_log(const struct zh_config *c, const char *in_use)
+{
+	const char *p = c->error_log ? c->error_log : "-";
+	int err;
+
+	errlog_set_level((enum zh_level)c->log_level);
+	if (!strcmp(p, in_use ? in_use : "-"))
+		return 0;
+	err = errlog_open(p);
+	if (err)
+		zh_log(ZL_ERROR, "--error-log %s: %s", p, strerror(-err));
+	return err;
+}
+
+/* Each site's requests counter in the status area (stats.h), and what
+ * the operator may want to see at --log-level info. */
+static void announce_sites(struct master *m)
+{
+	const struct zh_config *c = &m->opt.cfg;
+
+	for (unsigned i = 0; i < c->nsites; i++) {
+		struct zh_site *s = &c->sites[i];
+
+		s->stat_slot = stats_site_slot(m->stats, s->name);
+		zh_log(ZL_INFO, "site %s: root %s%s%s%s", s->name, s->root,
+		       s->access_log ? ", access log " : "",
+		       s->access_log ? s->access_log : "",
+		       i == c->default_site ? " (default)" : "");
+	}
 }
 
 static void remember_old(struct master *m, pid_t pid)
@@ -197,21 +319,34 @@ static void stop_all(struct master *m)
 	signal_workers(m, SIGTERM);
 }
 
-/* SIGUSR1 (logrotate): every worker reopens the access log by its path
- * (each flushes what it buffered to the old file first); the master
- * reopens its own copy, which workers started later inherit.  Master and
- * workers run as the same user, so what one may open the others may. */
+/* SIGUSR1 (logrotate): every worker reopens the access logs by their
+ * paths (each flushes what it buffered to the old file first) and the
+ * error log; the master reopens its own copies, which workers started
+ * later inherit.  Master and workers run as the same user, so what one may
+ * open the others may. */
 static void reopen_logs(struct master *m)
 {
-	int fd;
+	const struct zh_config *c = &m->opt.cfg;
+	int err = errlog_reopen();
 
-	if (!m->opt.cfg.access_log)
-		return;
-	fd = open_log(m->opt.cfg.access_log);
-	if (fd >= 0) {
-		if (m->logfd >= 0)
-			close(m->logfd);
-		m->logfd = fd;
+	if (err)
+		zh_log(ZL_ERROR, "reopening the error log: %s (still writing "
+		       "to the old file)", strerror(-err));
+	for (unsigned i = 0; i < c->nsites; i++) {
+		int old = m->logfds[i], fd;
+		bool shared = false;
+
+		for (unsigned j = 0; j < i; j++)
+			shared |= m->logfds[j] == old;
+		if (old < 0 || shared)
+			continue;
+		fd = open_log(&c->sites[i]);
+		if (fd < 0)
+			continue;
+		for (unsigned j = i; j < c->nsites; j++)
+			if (m->logfds[j] == old)
+				m->logfds[j] = fd;
+		close(old);
 	}
 	signal_workers(m, SIGUSR1);
 }
@@ -230,10 +365,10 @@ static bool any_alive(const struct master *m)
 static void reload(struct master *m)
 {
 	struct options o;
-	int fd, logfd;
+	int *rootfds, *logfds;
 
 	if (options_parse(&o, m->argc, m->argv) || o.help || o.version) {
-		fprintf(stderr, "zchttpd: reload refused: bad options\n");
+		zh_log(ZL_ERROR, "reload refused: bad options");
 		options_free(&o);
 		return;
 	}
@@ -242,14 +377,14 @@ static void reload(struct master *m)
 	    !o.cfg.tls.listen != !m->opt.cfg.tls.listen ||
 	    (o.cfg.tls.listen &&
 	     strcmp(o.cfg.tls.listen, m->opt.cfg.tls.listen))) {
-		fprintf(stderr, "zchttpd: reload refused: --listen, "
-			"--tls-listen and --workers need a restart\n");
+		zh_log(ZL_ERROR, "reload refused: --listen, --tls-listen and "
+			"--workers need a restart");
 		options_free(&o);
 		return;
 	}
 	/* New certificates (renewed ones: the same paths) are read now. */
 	if (load_tls(&o.cfg)) {
-		fprintf(stderr, "zchttpd: reload refused\n");
+		zh_log(ZL_ERROR, "reload refused");
 		options_free(&o);
 		return;
 	}
@@ -257,38 +392,27 @@ static void reload(struct master *m)
 		options_free(&o);
 		return;
 	}
-	fd = open_root(o.cfg.root);
-	if (fd < 0) {
+	if (open_sites(&o.cfg, m, &rootfds, &logfds)) {
+		zh_log(ZL_ERROR, "reload refused");
 		fcgi_spawn_adopt(m->spawner, &m->opt.cfg);	/* back */
 		options_free(&o);
 		return;
 	}
-	logfd = open_log(o.cfg.access_log);
-	/* Reopening lets a reload follow a rotated log.  Where that is no
-	 * longer allowed (--user) the same log goes on in the same file. */
-	if (o.cfg.access_log && logfd < 0 && m->logfd >= 0 &&
-	    m->opt.cfg.access_log &&
-	    !strcmp(o.cfg.access_log, m->opt.cfg.access_log)) {
-		logfd = fcntl(m->logfd, F_DUPFD_CLOEXEC, 3);
-		if (logfd >= 0)
-			fprintf(stderr, "zchttpd: keeping the access log "
-				"open since start\n");
-	}
-	if (o.cfg.access_log && logfd < 0) {
-		fprintf(stderr, "zchttpd: reload refused\n");
+	if (open_error_log(&o.cfg, m->opt.cfg.error_log)) {
+		zh_log(ZL_ERROR, "reload refused");
+		errlog_set_level((enum zh_level)m->opt.cfg.log_level);
+		close_sites(o.cfg.nsites, rootfds, logfds);
 		fcgi_spawn_adopt(m->spawner, &m->opt.cfg);	/* back */
-		close(fd);
 		options_free(&o);
 		return;
 	}
-	close(m->rootfd);
-	m->rootfd = fd;
-	/* The old generation keeps its own copy until it exits. */
-	if (m->logfd >= 0)
-		close(m->logfd);
-	m->logfd = logfd;
+	/* The old generation keeps its own copies until it exits. */
+	close_sites(m->opt.cfg.nsites, m->rootfds, m->logfds);
+	m->rootfds = rootfds;
+	m->logfds = logfds;
 	options_free(&m->opt);
 	m->opt = o;
+	announce_sites(m);
 	for (int i = 0; i < m->nworkers; i++) {
 		pid_t old = m->pids[i];
 
@@ -298,7 +422,7 @@ static void reload(struct master *m)
 			kill(old, SIGTERM);
 		}
 	}
-	fprintf(stderr, "zchttpd: reloaded\n");
+	zh_log(ZL_NOTICE, "reloaded");
 }
 
 static void reap(struct master *m)
@@ -318,8 +442,8 @@ static void reap(struct master *m)
 			m->pids[i] = 0;
 			if (m->stopping)
 				break;
-			fprintf(stderr, "zchttpd: worker %d (pid %d) %s %d; "
-				"restarting it\n", i, (int)pid,
+			zh_log(ZL_ERROR, "worker %d (pid %d) %s %d; "
+				"restarting it", i, (int)pid,
 				WIFSIGNALED(status) ? "killed by signal"
 						    : "exited with",
 				WIFSIGNALED(status) ? WTERMSIG(status)
@@ -329,8 +453,8 @@ static void reap(struct master *m)
 				m->restarts = 0;
 			}
 			if (++m->restarts > 10) {
-				fprintf(stderr, "zchttpd: workers keep dying; "
-					"stopping\n");
+				zh_log(ZL_ERROR, "workers keep dying; "
+					"stopping");
 				stop_all(m);
 				break;
 			}
@@ -378,8 +502,8 @@ int main(int argc, char **argv)
 		int err = ev_loop_create_ring(&probe);
 
 		if (err) {
-			fprintf(stderr, "zchttpd: --event io_uring: %s "
-				"(io_uring disabled, or older than Linux 5.19?)\n",
+			zh_log(ZL_ERROR, "--event io_uring: %s "
+				"(io_uring disabled, or older than Linux 5.19?)",
 				strerror(-err));
 			return 1;
 		}
@@ -393,7 +517,7 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	if (listen_parse(m.opt.cfg.listen, &ss, &sslen)) {
-		fprintf(stderr, "zchttpd: --listen %s: not an address\n",
+		zh_log(ZL_ERROR, "--listen %s: not an address",
 			m.opt.cfg.listen);
 		return 2;
 	}
@@ -402,24 +526,29 @@ int main(int argc, char **argv)
 
 	if (m.opt.cfg.tls.listen &&
 	    listen_parse(m.opt.cfg.tls.listen, &tls_ss, &tls_sslen)) {
-		fprintf(stderr, "zchttpd: --tls-listen %s: not an address\n",
-			m.opt.cfg.tls.listen);
+		zh_log(ZL_ERROR, "--tls-listen %s: not an address",
+		       m.opt.cfg.tls.listen);
 		return 2;
 	}
 	if (load_tls(&m.opt.cfg))
 		return 1;
-	m.rootfd = open_root(m.opt.cfg.root);
-	if (m.rootfd < 0)
-		return 1;
-	m.logfd = open_log(m.opt.cfg.access_log);
-	if (m.opt.cfg.access_log && m.logfd < 0)
+	if (open_sites(&m.opt.cfg, NULL, &m.rootfds, &m.logfds))
 		return 1;
 	if (m.opt.check_only) {
+		const char *el = m.opt.cfg.error_log;
+		int fd = el && strcmp(el, "-") ? access_log_open_fd(el) : -1;
+
+		if (fd < 0 && el && strcmp(el, "-")) {
+			zh_log(ZL_ERROR, "--error-log %s: %s", el, strerror(-fd));
+			return 1;
+		}
+		if (fd >= 0)
+			close(fd);
 		/* -t: what start-up would refuse, refused above; the user
 		 * too.  The address is only parsed: binding it would fail
 		 * against the running server a check is usually made for. */
 		if (m.opt.user && !getpwnam(m.opt.user)) {
-			fprintf(stderr, "zchttpd: --user %s: no such user\n",
+			zh_log(ZL_ERROR, "--user %s: no such user",
 				m.opt.user);
 			return 1;
 		}
@@ -437,7 +566,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < m.nworkers; i++) {
 		m.lfds[i] = listen_open(&ss, sslen, 4096);
 		if (m.lfds[i] < 0) {
-			fprintf(stderr, "zchttpd: --listen %s: %s\n",
+			zh_log(ZL_ERROR, "--listen %s: %s",
 				m.opt.cfg.listen, strerror(-m.lfds[i]));
 			return 1;
 		}
@@ -446,11 +575,14 @@ int main(int argc, char **argv)
 			continue;
 		m.tls_lfds[i] = listen_open(&tls_ss, tls_sslen, 4096);
 		if (m.tls_lfds[i] < 0) {
-			fprintf(stderr, "zchttpd: --tls-listen %s: %s\n",
-				m.opt.cfg.tls.listen, strerror(-m.tls_lfds[i]));
+			zh_log(ZL_ERROR, "--tls-listen %s: %s",
+			       m.opt.cfg.tls.listen, strerror(-m.tls_lfds[i]));
 			return 1;
 		}
 	}
+	/* Before --user, as the access logs. */
+	if (open_error_log(&m.opt.cfg, NULL))
+		return 1;
 	if (m.opt.user && drop_privileges(m.opt.user))
 		return 1;
 	m.stats = stats_area_create();
@@ -458,6 +590,7 @@ int main(int argc, char **argv)
 		perror("zchttpd: mmap");
 		return 1;
 	}
+	announce_sites(&m);
 	/* After --user: the applications run as the workers do. */
 	if (fcgi_spawn_start(&m.opt.cfg, (unsigned)m.nworkers, &m.spawner)) {
 		fcgi_spawn_stop(m.spawner);
@@ -474,12 +607,18 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 
 	listen_name(m.lfds[0], name, sizeof(name));
-	fprintf(stderr, "zchttpd: serving %s on http://%s/ with %d worker%s\n",
-		m.opt.cfg.root, name, m.nworkers, m.nworkers > 1 ? "s" : "");
+	if (m.opt.cfg.nsites == 1)
+		zh_log(ZL_NOTICE, "serving %s on http://%s/ with %d worker%s",
+		       m.opt.cfg.sites[0].root, name, m.nworkers,
+		       m.nworkers > 1 ? "s" : "");
+	else
+		zh_log(ZL_NOTICE, "serving %u sites on http://%s/ with %d "
+		       "worker%s", m.opt.cfg.nsites, name, m.nworkers,
+		       m.nworkers > 1 ? "s" : "");
 	if (m.opt.cfg.tls.listen) {
 		listen_name(m.tls_lfds[0], name, sizeof(name));
-		fprintf(stderr, "zchttpd: and on https://%s/ (records: %s)\n",
-			name, tls_record_layer(m.opt.cfg.tls_ctx));
+		zh_log(ZL_NOTICE, "and on https://%s/ (records: %s)", name,
+		       tls_record_layer(m.opt.cfg.tls_ctx));
 	}
 	for (int i = 0; i < m.nworkers; i++)
 		m.pids[i] = spawn(&m, i);
@@ -510,6 +649,6 @@ int main(int argc, char **argv)
 	}
 	/* The workers are gone: nothing needs the applications now. */
 	fcgi_spawn_stop(m.spawner);
-	fprintf(stderr, "zchttpd: stopped\n");
+	zh_log(ZL_NOTICE, "stopped");
 	return 0;
 }

@@ -4,18 +4,33 @@
  * The configuration file uses the long option names without dashes, one
  * per line ("workers 2", "access-log /var/log/zchttpd.log"); '#' starts a
  * comment.  It is read where --config appears, so later flags override it.
+ * A site of its own (a virtual host, vhost.h) is a block:
+ *
+ *   server {
+ *       name example.com www.example.com
+ *       root /srv/example
+ *       fastcgi /app=unix:/run/example.sock
+ *       access-log /var/log/example.log
+ *       default
+ *   }
+ *
+ * Every error names the file and line it was found at ("FILE:LINE: ...").
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
 
+#include "errlog.h"
 #include "gds.h"
+#include "http_host.h"
 #include "listen.h"
 #include "options.h"
+#include "vhost.h"
 
 /* The best object hit ratio among the policies measured against
  * libCacheSim's (docs/gds-cache.md). */
@@ -31,8 +46,11 @@ void options_usage(FILE *f)
 "  --root DIR                 document root (required)\n"
 "  --listen ADDR              127.0.0.1:8080, [::1]:8080, :8080 (default :8080)\n"
 "  --workers N                worker processes (default: one per core)\n"
-"  --config FILE              read options from FILE (\"name value\" lines)\n"
+"  --config FILE              read options from FILE (\"name value\" lines, and\n"
+"                             server { } blocks: virtual hosts, zchttpd(8))\n"
 "  --access-log FILE          Combined Log Format log, '-' for stdout (default off)\n"
+"  --error-log FILE           messages, '-' for stderr (the default)\n"
+"  --log-level LEVEL          error|warn|notice|info|debug (default notice)\n"
 "  --status-path PATH         status endpoint (default /.zc/status; 'off')\n"
 "  --max-conns N              connections per worker (default 16384)\n"
 "  --header-timeout MS        time to receive a request head (default 10000)\n"
@@ -118,6 +136,24 @@ void options_defaults(struct options *o)
 	o->cfg.fcgi_queue = 1024;
 	o->cfg.fcgi_idle_ms = 2000;
 	o->cfg.tls.ktls = true;
+	o->cfg.log_level = ZL_NOTICE;
+}
+
+void options_error(const struct options *o, const char *where,
+		   const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (where)
+		zh_log(ZL_ERROR, "%s: %s", where, msg);
+	else if (o->file)
+		zh_log(ZL_ERROR, "%s:%u: %s", o->file, o->line, msg);
+	else
+		zh_log(ZL_ERROR, "%s", msg);
 }
 
 static int parse_uint(const char *v, unsigned long max, unsigned long *out)
@@ -166,13 +202,13 @@ struct opt_str {
 	char s[];
 };
 
-static const char *keep(struct options *o, const char *s)
+const char *options_keep(struct options *o, const char *s)
 {
 	size_t n = strlen(s) + 1;
 	struct opt_str *k = malloc(sizeof(*k) + n);
 
 	if (!k) {
-		fprintf(stderr, "zchttpd: out of memory\n");
+		zh_log(ZL_ERROR, "out of memory");
 		exit(1);
 	}
 	memcpy(k->s, s, n);
@@ -195,6 +231,11 @@ void options_free(struct options *o)
 	free(o->cfg.fcgi);
 	o->cfg.fcgi = NULL;
 	o->cfg.nfcgi = o->fcgi_cap = 0;
+	free(o->cfg.sites);
+	free(o->cfg.names);
+	o->cfg.sites = NULL;
+	o->cfg.names = NULL;
+	o->cfg.nsites = o->cfg.nnames = o->sites_cap = o->names_cap = 0;
 	free(o->cfg.tls.certs);
 	o->cfg.tls.certs = NULL;
 	o->cfg.tls.ncerts = o->tls_cap = 0;
@@ -217,7 +258,7 @@ static int add_tls_cert(struct options *o, const char *file)
 		t->certs = v;
 		o->tls_cap = cap;
 	}
-	t->certs[t->ncerts++] = (struct zh_tls_cert){ .cert = keep(o, file) };
+	t->certs[t->ncerts++] = (struct zh_tls_cert){ .cert = options_keep(o, file) };
 	return 0;
 }
 
@@ -310,7 +351,8 @@ static int add_route(struct options *o, const char *val, bool spawn)
 
 	if (!eq)
 		return -1;
-	rt.spec = keep(o, val);
+	rt.spec = options_keep(o, val);
+	rt.site = o->block;	/* 0: the command line's site */
 	rt.match = rt.spec;
 	if (parse_match(&rt, val, (size_t)(eq - val)))
 		return -1;
@@ -380,25 +422,46 @@ static int apply(struct options *o, const char *name, const char *val,
 #define NUM_NONZERO(field, max) do { NUM(field, max); \
 		if (!c->field) goto bad; } while (0)
 
+	if (o->block && strcmp(name, "fastcgi") &&
+	    strcmp(name, "fastcgi-spawn")) {
+		/* Inside server { }: only what a site has of its own (its
+		 * FastCGI routes are added below, to the site's block). */
+		int err = vhost_option(o, name, val);
+
+		if (err <= 0)
+			return err;
+		options_error(o, NULL, "'%s' is not a per-site option "
+			      "(server blocks take name, root, access-log, "
+			      "fastcgi, fastcgi-spawn, default)", name);
+		return -1;
+	}
 	if (!strcmp(name, "root")) {
 		NEED_VAL();
-		c->root = keep(o, val);
+		c->root = options_keep(o, val);
 	} else if (!strcmp(name, "listen")) {
 		NEED_VAL();
-		c->listen = keep(o, val);
+		c->listen = options_keep(o, val);
 	} else if (!strcmp(name, "workers")) {
 		NUM(workers, ZCHTTPD_MAX_WORKERS);
 	} else if (!strcmp(name, "config")) {
 		NEED_VAL();
 		if (depth > 0) {
-			fprintf(stderr, "zchttpd: config files do not nest\n");
+			options_error(o, NULL, "config files do not nest");
 			return -1;
 		}
-		o->config = keep(o, val);
+		o->config = options_keep(o, val);
 		return read_config(o, val, depth + 1);
 	} else if (!strcmp(name, "access-log")) {
 		NEED_VAL();
-		c->access_log = keep(o, val);
+		c->access_log = options_keep(o, val);
+	} else if (!strcmp(name, "error-log")) {
+		NEED_VAL();
+		c->error_log = options_keep(o, val);
+	} else if (!strcmp(name, "log-level")) {
+		NEED_VAL();
+		c->log_level = errlog_level_parse(val);
+		if (c->log_level < 0)
+			goto bad;
 	} else if (!strcmp(name, "status-path")) {
 		NEED_VAL();
 		if (!strcmp(val, "off"))
@@ -406,7 +469,7 @@ static int apply(struct options *o, const char *name, const char *val,
 		else if (val[0] != '/')
 			goto bad;
 		else
-			c->status_path = keep(o, val);
+			c->status_path = options_keep(o, val);
 	} else if (!strcmp(name, "max-conns")) {
 		NUM_NONZERO(max_conns, 1000000);
 	} else if (!strcmp(name, "header-timeout")) {
@@ -448,7 +511,7 @@ static int apply(struct options *o, const char *name, const char *val,
 		if (!c->cache_policy) {
 			char names[128];
 
-			fprintf(stderr, "zchttpd: unknown cache policy '%s' (known: %s)\n",
+			options_error(o, NULL, "unknown cache policy '%s' (known: %s)",
 				val, gds_policy_names(names, sizeof(names), " "));
 			return -1;
 		}
@@ -485,7 +548,7 @@ static int apply(struct options *o, const char *name, const char *val,
 		NUM(fcgi_idle_ms, 3600000);
 	} else if (!strcmp(name, "tls-listen")) {
 		NEED_VAL();
-		c->tls.listen = keep(o, val);
+		c->tls.listen = options_keep(o, val);
 	} else if (!strcmp(name, "tls-cert")) {
 		NEED_VAL();
 		if (add_tls_cert(o, val))
@@ -493,56 +556,86 @@ static int apply(struct options *o, const char *name, const char *val,
 	} else if (!strcmp(name, "tls-key")) {
 		NEED_VAL();
 		if (!c->tls.ncerts || c->tls.certs[c->tls.ncerts - 1].key) {
-			fprintf(stderr, "zchttpd: --tls-key %s: give each key "
-				"once, after its --tls-cert\n", val);
+			options_error(o, NULL, "--tls-key %s: give each key "
+				      "once, after its --tls-cert", val);
 			return -1;
 		}
-		c->tls.certs[c->tls.ncerts - 1].key = keep(o, val);
+		c->tls.certs[c->tls.ncerts - 1].key = options_keep(o, val);
 	} else if (!strcmp(name, "tls-ciphers")) {
 		NEED_VAL();
-		c->tls.ciphers = keep(o, val);
+		c->tls.ciphers = options_keep(o, val);
 	} else if (!strcmp(name, "tls-ktls")) {
 		NEED_VAL();
 		if (choose(val, "on", "off", &c->tls.ktls))
 			goto bad;
 	} else if (!strcmp(name, "user")) {
 		NEED_VAL();
-		o->user = keep(o, val);
+		o->user = options_keep(o, val);
 	} else {
-		fprintf(stderr, "zchttpd: unknown option '%s'\n", name);
+		options_error(o, NULL, "unknown option '%s'", name);
 		return -1;
 	}
 	return 0;
 missing:
-	fprintf(stderr, "zchttpd: option '%s' needs a value\n", name);
+	options_error(o, NULL, "option '%s' needs a value", name);
 	return -1;
 bad:
-	fprintf(stderr, "zchttpd: bad value '%s' for '%s'\n", val, name);
+	options_error(o, NULL, "bad value '%s' for '%s'", val, name);
 	return -1;
 #undef NUM_NONZERO
 #undef NUM
 #undef NEED_VAL
 }
 
+/* One line of a configuration file, comments and blanks gone: a block's
+ * start or end, or an option.  Returns 0 or -1 (reported). */
+static int config_line(struct options *o, char *p, int depth)
+{
+	char *name = p, *val = strpbrk(p, " \t");
+
+	if (val) {
+		*val++ = 0;
+		while (*val == ' ' || *val == '\t')
+			val++;
+	}
+	if (!strcmp(name, "server") && val && !strcmp(val, "{")) {
+		if (o->block) {
+			options_error(o, NULL, "server blocks do not nest");
+			return -1;
+		}
+		return vhost_begin(o);
+	}
+	if (!strcmp(name, "}") && !val) {
+		if (!o->block) {
+			options_error(o, NULL, "'}' outside a server block");
+			return -1;
+		}
+		return vhost_end(o);
+	}
+	return apply(o, name, val, depth);
+}
+
 static int read_config(struct options *o, const char *path, int depth)
 {
 	char line[1024];
-	unsigned lineno = 0;
+	int err = 0;
 	FILE *f = fopen(path, "re");
 
 	if (!f) {
-		fprintf(stderr, "zchttpd: %s: %s\n", path, strerror(errno));
+		options_error(o, NULL, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line, *name, *val, *e;
+	o->file = path;
+	o->line = 0;
+	while (!err && fgets(line, sizeof(line), f)) {
+		char *p = line, *e;
 
-		lineno++;
+		o->line++;
 		if (!strchr(line, '\n') && !feof(f)) {
-			fprintf(stderr, "zchttpd: %s:%u: line too long\n", path,
-				lineno);
-			fclose(f);
-			return -1;
+			options_error(o, NULL, "line too long (at most %zu bytes)",
+				      sizeof(line) - 2);
+			err = -1;
+			break;
 		}
 		if ((e = strchr(p, '#')))
 			*e = 0;
@@ -551,28 +644,27 @@ static int read_config(struct options *o, const char *path, int depth)
 		e = p + strlen(p);
 		while (e > p && strchr(" \t\r\n", e[-1]))
 			*--e = 0;
-		if (!*p)
-			continue;
-		name = p;
-		val = strpbrk(p, " \t");
-		if (val) {
-			*val++ = 0;
-			while (*val == ' ' || *val == '\t')
-				val++;
-		}
-		if (apply(o, name, val, depth)) {
-			fprintf(stderr, "zchttpd: in %s line %u\n", path, lineno);
-			fclose(f);
-			return -1;
-		}
+		if (*p)
+			err = config_line(o, p, depth);
+	}
+	if (!err && o->block) {
+		options_error(o, o->cfg.sites[o->block].where,
+			      "server block not closed by '}'");
+		err = -1;
 	}
 	fclose(f);
-	return 0;
+	/* Errors after the file (options_parse's checks) are not its. */
+	o->file = NULL;
+	o->block = 0;
+	return err;
 }
 
 int options_parse(struct options *o, int argc, char **argv)
 {
 	options_defaults(o);
+	/* Site 0 is the command line's (--root), wherever it is written. */
+	if (vhost_add(o, NULL) < 0)
+		return -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
 		char name[64];
@@ -591,7 +683,7 @@ int options_parse(struct options *o, int argc, char **argv)
 			continue;
 		}
 		if (strncmp(a, "--", 2) || !a[2]) {
-			fprintf(stderr, "zchttpd: unexpected argument '%s'\n", a);
+			options_error(o, NULL, "unexpected argument '%s'", a);
 			return -1;
 		}
 		a += 2;
@@ -614,16 +706,12 @@ int options_parse(struct options *o, int argc, char **argv)
 			return -1;
 		continue;
 unknown:
-		fprintf(stderr, "zchttpd: unknown option '%s'\n", argv[i]);
-		return -1;
-	}
-	if (!o->cfg.root) {
-		fprintf(stderr, "zchttpd: --root DIR is required\n");
+		options_error(o, NULL, "unknown option '%s'", argv[i]);
 		return -1;
 	}
 	if (o->cfg.tls.ncerts && !o->cfg.tls.listen) {
-		fprintf(stderr, "zchttpd: --tls-cert without --tls-listen\n");
+		options_error(o, NULL, "--tls-cert without --tls-listen");
 		return -1;
 	}
-	return 0;
+	return vhost_finish(o);
 }

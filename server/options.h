@@ -18,6 +18,13 @@ struct options {
 	struct opt_str *strings;	/* the values' copies (options.c) */
 	unsigned fcgi_cap;		/* room in cfg.fcgi */
 	unsigned tls_cap;		/* room in cfg.tls.certs */
+	unsigned sites_cap, names_cap;	/* room in cfg.sites, cfg.names */
+	/* While parsing: where the option being applied was written (file
+	 * NULL: the command line), and the `server { }` block it is in
+	 * (0: none). */
+	const char *file;
+	unsigned line;
+	unsigned block;
 };
 
 void options_defaults(struct options *o);
@@ -25,6 +32,12 @@ void options_defaults(struct options *o);
  * the problem to stderr (the caller prints usage and exits 2). */
 int options_parse(struct options *o, int argc, char **argv);
 void options_usage(FILE *f);
+/* A copy of s that lives until options_free(o). */
+const char *options_keep(struct options *o, const char *s);
+/* A configuration error, as "FILE:LINE: message" when it was written in
+ * a file (`where` NULL: the option being parsed; else "FILE:LINE"). */
+void options_error(const struct options *o, const char *where,
+		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Free the strings options_parse copied (o's pointers become invalid). */
 void options_free(struct options *o);
 

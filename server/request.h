@@ -33,6 +33,7 @@
 
 struct zh_conn;
 struct zh_worker;
+struct zh_vhost;
 struct zh_request;
 struct cache_entry;
 
@@ -56,6 +57,7 @@ struct zh_handler {
 struct zh_request {
 	struct zh_conn *conn;
 	struct zh_worker *w;
+	struct zh_vhost *vhost;		/* the site its Host names (vhost.h) */
 	struct http_request http;	/* the parsed head (pointers into the
 					 * connection's input buffer) */
 	const char *uri;		/* "/" + the normalized path (uri.h) */

@@ -14,7 +14,12 @@
 static char date_buf[HTTP_DATE_LEN + 1];
 static time_t date_sec = -1;
 
-void resp_clock_tick(void)
+/* time() per response, not a value refreshed once per loop iteration: the
+ * loop refreshed it before sleeping, so the first responses after an idle
+ * spell carried the time it fell asleep -- a Date in the past, which
+ * caches take as age (REDbot: "already been cached for N seconds").
+ * time() is a vDSO read; the formatting stays once per second. */
+const char *resp_date(void)
 {
 	time_t now = time(NULL);
 
@@ -22,12 +27,6 @@ void resp_clock_tick(void)
 		date_sec = now;
 		http_date_format((int64_t)now, date_buf);
 	}
-}
-
-const char *resp_date(void)
-{
-	if (date_sec < 0)
-		resp_clock_tick();
 	return date_buf;
 }
 

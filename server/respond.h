@@ -45,9 +45,7 @@ const char *resp_reason(int status);
 int resp_error(zc_agg *out, int status, bool head_only, bool keep_alive,
 	       const char *extra_header);
 
-/* Refresh the cached Date value (call once per loop iteration; formats only
- * when the second changed). */
-void resp_clock_tick(void);
+/* The Date value, now: formatted again only when the second changed. */
 const char *resp_date(void);
 
 #endif

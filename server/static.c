@@ -310,14 +310,15 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
  * takes both).  Fills fs_path.  Returns the fd, or -1 with *status set to
  * the status to answer (301: a directory named without its slash).
  * Blocking: runs on a helper thread when there are some; touches only
- * w->cfg and w->rootfd. */
-static int open_target(const struct zh_worker *w, const char *path,
+ * w->cfg and the site's root, rootfd. */
+static int open_target(const struct zh_worker *w, int rootfd,
+		       const char *path,
 		       size_t path_len, bool trailing_slash, char *fs_path,
 		       size_t fs_size, struct stat *st, int *status)
 {
 	int fd, dfd, err;
 
-	fd = open_beneath(w, w->rootfd, path_len ? path : ".");
+	fd = open_beneath(w, rootfd, path_len ? path : ".");
 	if (fd < 0) {
 		*status = status_for_errno(-fd);
 		return -1;
@@ -372,6 +373,10 @@ struct static_job {
 	struct disk_job dj;		/* first: diskio hands this back */
 	struct zh_request *r;		/* NULL: the request went away */
 	struct zh_worker *w;
+	/* The request's site (vhost.h), copied: the job outlives the
+	 * request when the client goes away. */
+	unsigned site;
+	int rootfd;
 	struct uri_path up;		/* its query points into the request
 					 * head, which a waiting request keeps */
 	uint64_t now;
@@ -392,7 +397,8 @@ struct static_job {
 
 /* The precompressed files next to fs_path, as a mask of 1 << coding:
  * regular files that open below the root like any request would. */
-static unsigned find_variants(const struct zh_worker *w, const char *fs_path)
+static unsigned find_variants(const struct zh_worker *w, int rootfd,
+			      const char *fs_path)
 {
 	unsigned mask = 0;
 
@@ -404,7 +410,7 @@ static unsigned find_variants(const struct zh_worker *w, const char *fs_path)
 		if ((size_t)snprintf(p, sizeof(p), "%s%s", fs_path,
 				     cache_codings[c].suffix) >= sizeof(p))
 			continue;
-		fd = open_beneath(w, w->rootfd, p);
+		fd = open_beneath(w, rootfd, p);
 		if (fd < 0)
 			continue;
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
@@ -438,15 +444,15 @@ static void prepare_variant(struct static_job *j, const char *fs_path,
 	    (size_t)snprintf(key, sizeof(key), "%s%s", j->key,
 			     cache_codings[coding].key) >= sizeof(key))
 		return;
-	fd = open_beneath(j->w, j->w->rootfd, p);
+	fd = open_beneath(j->w, j->rootfd, p);
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return;
 	}
-	j->ventry = cache_prepare(j->w->cache, key, p, fd, &st, j->now,
-				  coding, 0);
+	j->ventry = cache_prepare(j->w->cache, j->site, key, j->rootfd, p, fd,
+				  &st, j->now, coding, 0);
 	if (!j->ventry)
 		close(fd);
 }
@@ -463,24 +469,27 @@ static void prepare(struct static_job *j)
 	if (j->ident) {
 		/* Look again (new or deleted variants), then prepare the
 		 * best one the client takes. */
-		j->variants = find_variants(j->w, j->ident->fs_path);
+		j->variants = find_variants(j->w, j->rootfd,
+					    j->ident->fs_path);
 		j->looked = true;
 		if (pick(j, j->variants))
 			prepare_variant(j, j->ident->fs_path,
 					pick(j, j->variants));
 		return;
 	}
-	fd = open_target(j->w, j->path, j->up.len, j->up.trailing_slash,
+	fd = open_target(j->w, j->rootfd, j->path, j->up.len, j->up.trailing_slash,
 			 fs_path, sizeof(fs_path), &st, &j->status);
 	if (fd < 0)
 		return;
 	if (j->w->diskio && (uint64_t)st.st_size > j->w->cfg->cache_small_max)
 		readahead(fd, 0, (size_t)st.st_size < READAHEAD_MAX ?
 				 (size_t)st.st_size : READAHEAD_MAX);
-	variants = j->w->cfg->precompressed ? find_variants(j->w, fs_path) : 0;
+	variants = j->w->cfg->precompressed ?
+		   find_variants(j->w, j->rootfd, fs_path) : 0;
 	/* The entry takes the descriptor and its stat. */
-	j->entry = cache_prepare(j->w->cache, j->key, fs_path, fd, &st,
-				 j->now, CACHE_IDENTITY, variants);
+	j->entry = cache_prepare(j->w->cache, j->site, j->key, j->rootfd,
+				 fs_path, fd, &st, j->now, CACHE_IDENTITY,
+				 variants);
 	if (!j->entry) {
 		close(fd);
 		j->status = 503;
@@ -614,7 +623,7 @@ static struct cache_entry *cached_variant(struct zh_request *r,
 			return NULL;
 		memcpy(vkey, key, klen);
 		strcpy(vkey + klen, ci->key);
-		v = cache_lookup(w->cache, vkey, now);
+		v = cache_lookup(w->cache, r->vhost->index, vkey, now);
 		if (!v)
 			*load = true;
 		return v;
@@ -643,7 +652,7 @@ int static_serve(struct zh_request *r)
 	if (up->trailing_slash && up->len)
 		key[klen++] = '/';
 	key[klen] = 0;
-	e = cache_lookup(w->cache, key, ev_now_ms(w->loop));
+	e = cache_lookup(w->cache, r->vhost->index, key, ev_now_ms(w->loop));
 	if (e)
 		v = cached_variant(r, e, pref, npref, key, klen, &load);
 	if (e && !load) {
@@ -666,6 +675,8 @@ int static_serve(struct zh_request *r)
 	memset(j, 0, offsetof(struct static_job, key));
 	j->r = r;
 	j->w = w;
+	j->site = r->vhost->index;
+	j->rootfd = r->vhost->rootfd;
 	j->up = *up;
 	j->now = ev_now_ms(w->loop);
 	j->ident = e;		/* our reference goes with it */

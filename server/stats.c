@@ -3,6 +3,7 @@
  * See stats.h for why each process has a slot of its own.
  */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -38,6 +39,8 @@ static void add(struct worker_stats *t, const struct worker_stats *s,
 	t->conns_total += s->conns_total;
 	t->conns_refused += s->conns_refused;
 	t->timeouts += s->timeouts;
+	for (int i = 0; i < ZH_MAX_SITES; i++)
+		t->site_requests[i] += s->site_requests[i];
 	t->zc_bytes_by_reference += s->zc_bytes_by_reference;
 	t->zc_bytes_copied += s->zc_bytes_copied;
 	t->cache.hits += s->cache.hits;
@@ -59,6 +62,21 @@ static void add(struct worker_stats *t, const struct worker_stats *s,
 	t->cache.bytes += s->cache.bytes;
 	t->cache.entries += s->cache.entries;
 	t->cache.pinned_entries += s->cache.pinned_entries;
+}
+
+int stats_site_slot(struct stats_area *a, const char *name)
+{
+	for (int i = 0; i < ZH_MAX_SITES; i++) {
+		if (!strcmp(a->site_names[i], name))
+			return i;
+		if (!a->site_names[i][0]) {
+			/* Workers read names only after we fork them. */
+			snprintf(a->site_names[i], sizeof(a->site_names[i]),
+				 "%s", name);
+			return i;
+		}
+	}
+	return -1;
 }
 
 void stats_retire(struct stats_area *a, pid_t pid)

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "handlers.h"
@@ -34,12 +35,12 @@ static int render_tls_json(const struct zh_worker *w,
 	const struct zh_config *c = w->cfg;
 
 	if (!c->tls.listen)
-		return snprintf(b, n, "}\n");
+		return 0;
 	return snprintf(b, n,
 		",\"tls\":{\"listen\":\"%s\",\"records\":\"%s\","
 		"\"handshakes\":%llu,\"resumed\":%llu,\"failed\":%llu,"
 		"\"kernel_send\":%llu,\"user_send\":%llu,"
-		"\"user_bytes\":%llu}}\n",
+		"\"user_bytes\":%llu}",
 		c->tls.listen, tls_record_layer(c->tls_ctx),
 		U(t->tls.handshakes), U(t->tls.resumed), U(t->tls.failed),
 		U(t->tls.kernel_send), U(t->tls.user_send),
@@ -49,7 +50,7 @@ static int render_tls_json(const struct zh_worker *w,
 static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		       char *b, size_t n)
 {
-	int k = snprintf(b, n,
+	int m, k = snprintf(b, n,
 		"{\"workers\":%d,\"requests\":%llu,"
 		"\"responses\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,"
 		"\"4xx\":%llu,\"5xx\":%llu},"
@@ -77,7 +78,52 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 
 	if (k < 0 || (size_t)k >= n)
 		return -1;
-	return k + render_tls_json(w, t, b + k, n - (size_t)k);
+	m = render_tls_json(w, t, b + k, n - (size_t)k);
+	if (m < 0 || (size_t)m >= n - (size_t)k)
+		return -1;
+	k += m;
+	/* render_sites fills it in and closes both objects. */
+	m = snprintf(b + k, n - (size_t)k, ",\"sites\":{");
+	return m < 0 || (size_t)m >= n - (size_t)k ? -1 : k + m;
+}
+
+/* Requests by site (vhost.h), keyed by the site's first name: the names
+ * the master gave counters to (stats.h), so sites a reload removed still
+ * show what they served.  Names are [a-z0-9._-] or an IP-literal's
+ * [0-9a-f:.], nothing to escape. */
+static int render_sites(const struct zh_worker *w,
+			const struct worker_stats *t, char *b, size_t n,
+			bool prom)
+{
+	size_t k = 0;
+	bool first = true;
+
+	for (int i = 0; i < ZH_MAX_SITES; i++) {
+		const char *name = w->all_stats->site_names[i];
+		int r;
+
+		if (!name[0])
+			break;
+		r = prom ? snprintf(b + k, n - k, "%szchttpd_site_requests_total"
+				    "{site=\"%s\"} %llu\n",
+				    first ? "# TYPE zchttpd_site_requests_total "
+					    "counter\n" : "",
+				    name, U(t->site_requests[i]))
+			 : snprintf(b + k, n - k, "%s\"%s\":%llu",
+				    first ? "" : ",", name,
+				    U(t->site_requests[i]));
+		if (r < 0 || (size_t)r >= n - k)
+			return -1;
+		k += (size_t)r;
+		first = false;
+	}
+	if (!prom) {
+		if (k + 3 > n)
+			return -1;
+		memcpy(b + k, "}}\n", 3);
+		k += 3;
+	}
+	return (int)k;
 }
 
 static int render_prometheus(const struct zh_worker *w,
@@ -156,8 +202,10 @@ int status_serve(struct zh_request *r)
 		    memcmp(q, "?format=prometheus", 18) == 0;
 	struct worker_stats t;
 	struct resp_head h;
-	char body[4096];
-	int n;
+	/* The fixed part, then a line per site name at most. */
+	size_t cap = 4096 + ZH_MAX_SITES * (HTTP_HOST_MAX + 64);
+	char *body;
+	int n, m;
 
 	/* This worker's zero-copy counters are fresh; others' are as of
 	 * their last loop iteration. */
@@ -166,10 +214,18 @@ int status_serve(struct zh_request *r)
 	w->stats->zc_bytes_by_reference = io.bytes_by_reference;
 	w->stats->zc_bytes_copied = io.bytes_copied;
 	stats_sum(w->all_stats, &t);
-	n = prom ? render_prometheus(w, &t, body, sizeof(body))
-		 : render_json(w, &t, body, sizeof(body));
-	if (n < 0 || (size_t)n >= sizeof(body))
+	body = malloc(cap);
+	if (!body)
+		return 503;
+	n = prom ? render_prometheus(w, &t, body, cap)
+		 : render_json(w, &t, body, cap);
+	m = n < 0 || (size_t)n >= cap ? -1 :
+	    render_sites(w, &t, body + n, cap - (size_t)n, prom);
+	if (m < 0) {
+		free(body);
 		return 500;
+	}
+	n += m;
 	request_head_begin(r, &h);
 	resp_begin(&h, 200);
 	resp_add(&h, "Content-Type", prom ? "text/plain; version=0.0.4"
@@ -177,10 +233,12 @@ int status_serve(struct zh_request *r)
 	resp_add(&h, "Cache-Control", "no-store");
 	resp_addf(&h, "Content-Length", "%d", n);
 	resp_end(&h, r->keep_alive);
-	if (request_head_end(r, &h))
+	if (request_head_end(r, &h) ||
+	    (!r->head_only && zc_agg_append_bytes(out, NULL, body, (size_t)n))) {
+		free(body);
 		return 500;
-	if (!r->head_only && zc_agg_append_bytes(out, NULL, body, (size_t)n))
-		return 500;
+	}
+	free(body);
 	r->status = 200;
 	r->body_bytes = r->head_only ? 0 : (uint64_t)n;
 	return 0;

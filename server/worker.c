@@ -6,7 +6,7 @@
  * graceful stop: the worker stops accepting, closes idle connections at
  * once, lets in-flight responses finish, and exits when the last
  * connection is gone or the shutdown deadline passes.  SIGUSR1 reopens the
- * access log (the master forwards it; main.c).
+ * access logs and the error log (the master forwards it; main.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,10 +18,11 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "access_log.h"
 #include "cache.h"
 #include "conn.h"
+#include "errlog.h"
 #include "respond.h"
+#include "vhost.h"
 #include "worker.h"
 
 static struct ev_timer_list t_shutdown;
@@ -63,12 +64,13 @@ static void on_signal(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 		    si.ssi_signo == SIGQUIT)
 			begin_stop(w);
 		if (si.ssi_signo == SIGUSR1) {
-			int err = access_log_reopen(w->log, w->cfg->access_log);
+			int err = errlog_reopen();
 
 			if (err)
-				fprintf(stderr, "zchttpd: reopening %s: %s (still "
-					"writing to the old file)\n",
-					w->cfg->access_log, strerror(-err));
+				zh_log(ZL_ERROR, "reopening the error log: %s "
+				       "(still writing to the old file)",
+				       strerror(-err));
+			vhost_reopen_logs(w);
 		}
 		/* SIGHUP is the master's business: it starts new workers and
 		 * stops us with SIGTERM. */
@@ -126,7 +128,6 @@ static void before_sleep(struct ev_loop *loop, void *data)
 {
 	struct zh_worker *w = data;
 
-	resp_clock_tick();
 	/* Work one side posts for the other (a drained client resumes its
 	 * backend link, a link's records post the client): run both until
 	 * neither has any, or the loop would sleep on posted work. */
@@ -134,7 +135,7 @@ static void before_sleep(struct ev_loop *loop, void *data)
 		fastcgi_run_posted(w);
 		conn_run_posted(w);
 	} while (w->posted || w->fcgi_posted);
-	access_log_flush(w->log);
+	vhost_flush_logs(w);
 	if (cache_maintain(w->cache, ev_now_ms(loop)) >= 0 &&
 	    !ev_timer_armed(&w->cache_timer))
 		ev_timer_arm(loop, &w->t_cache, &w->cache_timer, on_cache_timer);
@@ -189,7 +190,7 @@ int worker_run(struct zh_worker *w)
 		.ttl_ms = cfg->cache_ttl_ms,
 		.policy = cfg->cache_policy,
 	};
-	err = cache_create(&cc, w->rootfd, &w->cache);
+	err = cache_create(&cc, &w->cache);
 	if (err)
 		return err;
 	if (cfg->io_threads) {
@@ -201,12 +202,10 @@ int worker_run(struct zh_worker *w)
 		if (err)
 			return err;
 	}
-	if (!realpath(cfg->root, w->root_abs))
-		return -errno;
-	err = fastcgi_worker_init(w);
+	err = vhost_worker_init(w, w->site_rootfds, w->site_logfds);
 	if (err)
 		return err;
-	err = access_log_adopt(w->logfd, &w->log);
+	err = fastcgi_worker_init(w);
 	if (err)
 		return err;
 	if ((err = ev_add(w->loop, w->sigfd, EPOLLIN, on_signal, w)) ||
@@ -216,6 +215,8 @@ int worker_run(struct zh_worker *w)
 		return err;
 	ev_set_before_sleep(w->loop, before_sleep, w);
 	w->stats->pid = getpid();
+	zh_log(ZL_DEBUG, "worker %d (pid %d) serving %u site%s", w->index,
+	       (int)getpid(), cfg->nsites, cfg->nsites > 1 ? "s" : "");
 
 	err = ev_run(w->loop);
 
@@ -224,7 +225,7 @@ int worker_run(struct zh_worker *w)
 				 * FastCGI requests */
 	fastcgi_worker_fini(w);
 	diskio_stop(w->diskio);	/* their requests are gone: jobs freed */
-	access_log_close(w->log);
+	vhost_worker_fini(w);
 	publish_stats(w);	/* final: the master folds them when we exit */
 	cache_destroy(w->cache);
 	ev_loop_destroy(w->loop);

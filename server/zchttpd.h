@@ -25,9 +25,31 @@
 
 #define ZCHTTPD_MAX_WORKERS 64
 #define ZH_PATH_MAX 4096		/* a normalized request path */
+#define ZH_MAX_SITES 64			/* virtual hosts (status counters) */
+
+/* One site (virtual host, vhost.h): the command line's --root, and each
+ * `server { }` block of the configuration file. */
+struct zh_site {
+	const char *name;		/* its first name ("" for none: the
+					 * command line's site), for messages
+					 * and the status endpoint */
+	const char *root;		/* document root */
+	const char *access_log;		/* NULL: off; "-": stdout */
+	const char *where;		/* "FILE:LINE" of its block; NULL: the
+					 * command line */
+	bool is_default;		/* `default`: for unknown hosts */
+	int stat_slot;			/* its requests counter (stats.h), set
+					 * by the master; -1: none */
+};
+
+/* A name a site answers to, normalized (http_host.h); sorted by name. */
+struct zh_site_name {
+	const char *name;
+	unsigned site;
+};
 
 struct zh_config {
-	const char *root;		/* document root */
+	const char *root;		/* --root: the command line's site */
 	const char *listen;		/* "127.0.0.1:8080" */
 	int workers;			/* 0: one per core */
 	unsigned max_conns;		/* per worker */
@@ -36,7 +58,15 @@ struct zh_config {
 	unsigned keepalive_timeout_ms;	/* idle between requests */
 	unsigned send_timeout_ms;	/* client not reading our response */
 	unsigned shutdown_timeout_ms;	/* graceful stop: in-flight deadline */
-	const char *access_log;		/* NULL: off; "-": stdout */
+	const char *access_log;		/* --access-log: that site's, and every
+					 * site's without one of its own */
+	const char *error_log;		/* NULL or "-": stderr (errlog.h) */
+	int log_level;			/* enum zh_level */
+	struct zh_site *sites;		/* in order (vhost.h) */
+	unsigned nsites;
+	unsigned default_site;		/* for hosts no site names */
+	struct zh_site_name *names;	/* every site's names, sorted */
+	unsigned nnames;
 	const char *status_path;	/* NULL: no status endpoint */
 	bool follow_symlinks_outside;	/* allow symlinks leaving the root */
 	struct http_limits limits;
@@ -67,6 +97,7 @@ struct worker_stats {
 	uint64_t conns_total;
 	uint64_t conns_refused;		/* over max_conns */
 	uint64_t timeouts;
+	uint64_t site_requests[ZH_MAX_SITES];	/* by site (vhost.h) */
 	uint64_t zc_bytes_by_reference;	/* copied from zc_io_stats() */
 	uint64_t zc_bytes_copied;
 	struct cache_stats cache;	/* copied from cache_stats() */
@@ -76,6 +107,18 @@ struct worker_stats {
 
 struct zh_conn;
 struct stats_area;
+struct access_log;
+
+/* A site as a worker serves it. */
+struct zh_vhost {
+	const struct zh_site *site;
+	unsigned index;			/* in cfg->sites (cache keys, counters) */
+	int rootfd;			/* O_PATH, opened by the master */
+	int logfd;			/* from the master; -1: no log */
+	struct access_log *log;		/* NULL: off; may be another site's */
+	bool log_owner;			/* this site closes it */
+	char *root_abs;			/* the root as an absolute path (CGI) */
+};
 
 struct zh_worker {
 	const struct zh_config *cfg;
@@ -84,7 +127,6 @@ struct zh_worker {
 	int lfd;			/* listening socket */
 	int tls_lfd;			/* HTTPS listening socket, or -1 */
 	char tls_bounce[TLS_BOUNCE];	/* tls_send's copy of a record */
-	int rootfd;			/* O_PATH descriptor of the root */
 	int sigfd;
 	bool stopping;			/* SIGTERM: finish and exit */
 	uint64_t stop_deadline_ms;
@@ -101,13 +143,13 @@ struct zh_worker {
 	struct worker_stats *stats;	/* this worker's slot */
 	struct stats_area *all_stats;	/* every process's slot (stats.h) */
 	int nworkers;
-	int logfd;			/* from the master; -1: no log */
-	struct access_log *log;
+	struct zh_vhost *vhosts;	/* cfg->sites as this worker serves them */
+	const int *site_rootfds;	/* from the master, one per site */
+	const int *site_logfds;		/* one per site, -1: no log */
 	struct cache *cache;
 	struct diskio *diskio;		/* helper threads, or NULL */
 	struct fcgi_upstream *upstreams;	/* one per FastCGI route */
 	struct fcgi_link *fcgi_posted;	/* links to pump before sleeping */
-	char root_abs[ZH_PATH_MAX];	/* --root as an absolute path (CGI) */
 	char uri[ZH_PATH_MAX + 1];	/* the request path being routed */
 	/* Requests are parsed one at a time: header slots are per worker
 	 * (a request that has to wait takes a copy, request.h). */

@@ -418,7 +418,7 @@ count_resident() {
 	[ "$status" -eq 0 ]; [[ "$output" == *"$BATS_TEST_TMPDIR/ok.conf"*"ok"* ]]
 	printf 'root %s\n# fine\ncache-size lots\n' "$ROOT" > "$BATS_TEST_TMPDIR/bad.conf"
 	run "$ZCHTTPD" -t --config "$BATS_TEST_TMPDIR/bad.conf"
-	[ "$status" -eq 2 ]; [[ "$output" == *"$BATS_TEST_TMPDIR/bad.conf line 3"* ]]
+	[ "$status" -eq 2 ]; [[ "$output" == *"$BATS_TEST_TMPDIR/bad.conf:3: "* ]]
 	run "$ZCHTTPD" -t --root "$BATS_TEST_TMPDIR/nonexistent"
 	[ "$status" -eq 1 ]
 	run "$ZCHTTPD" -t --root "$ROOT" --access-log /nonexistent-dir/x.log
@@ -538,7 +538,7 @@ cache_status() {
 	run "$ZCHTTPD" --config "$BATS_TEST_TMPDIR/bad.conf"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"unknown cache policy 'sieve'"* ]]
-	[[ "$output" == *"bad.conf line 2"* ]]
+	[[ "$output" == *"bad.conf:2: "* ]]
 }
 
 @test "unified cache: replaced and deleted files are noticed within the TTL" {
@@ -624,7 +624,7 @@ CONF
 	run "$ZCHTTPD" --config "$BATS_TEST_TMPDIR/bad.conf"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"bad value 'many' for 'workers'"* ]]
-	[[ "$output" == *"bad.conf line 2"* ]]
+	[[ "$output" == *"bad.conf:2: "* ]]
 	printf 'config %s\n' "$BATS_TEST_TMPDIR/zc.conf" > "$BATS_TEST_TMPDIR/nest.conf"
 	run "$ZCHTTPD" --config "$BATS_TEST_TMPDIR/nest.conf"
 	[ "$status" -eq 2 ]; [[ "$output" == *"do not nest"* ]]

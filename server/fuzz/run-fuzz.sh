@@ -5,7 +5,8 @@
 #   SECONDS   per target, default 60 (targets run one after the other)
 #   TARGET    http_parser (request heads), uri (path normalizer), fcgi
 #             (FastCGI records, name-value pairs, CGI response heads),
-#             chunked (chunked bodies); default: all four
+#             chunked (chunked bodies), host (Host values: virtual
+#             hosts); default: all five
 #
 # Builds build-fuzz/fuzz_<target> with clang -fsanitize=fuzzer,address,
 # undefined (Debian: clang + libclang-rt-14-dev, which ci/deps.sh installs),
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/../.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(http_parser uri fcgi chunked)
+[ ${#targets[@]} -gt 0 ] || targets=(http_parser uri fcgi chunked host)
 
 out=build-fuzz
 mkdir -p "$out/artifacts"
@@ -33,7 +34,8 @@ fi
 cflags=(-g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer -Iserver)
 lib=(server/http_parser.c server/http_range.c server/http_date.c server/uri.c
-	server/fcgi_proto.c server/http_chunked.c server/http_accept.c)
+	server/fcgi_proto.c server/http_chunked.c server/http_accept.c
+	server/http_host.c)
 
 status=0
 for t in "${targets[@]}"; do
