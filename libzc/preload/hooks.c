@@ -63,7 +63,7 @@ static inline bool before_write(int fd, const struct iovec *iov, int iovcnt,
 
 static inline void after_write(int fd, size_t n, ssize_t r)
 {
-	if (n >= ZCP_PIPE_MIN_IO && zcp_pipe_worth(fd))
+	if (zcp_pipe_write_worth(fd, n))
 		zcp_pipe_after_io(fd, n, r, true);
 }
 

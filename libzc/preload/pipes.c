@@ -19,13 +19,45 @@
  * 1.4x; bigger than the I/O size is slower again (cache footprint), hence
  * "smallest power of two that holds the write", not "as big as allowed".
  *
+ * Shrinking (self-scaling down, Streamline's "buffer pressure"): a big
+ * pipe costs its pages for as long as it lives, so a pipe we grew goes
+ * back down when its traffic no longer needs the room.  There is no timer
+ * thread (a preload must not add threads to someone else's program): the
+ * process's own I/O on the pipe is the clock, read from the vDSO's coarse
+ * clock (no system call).  Whichever end grew the pipe -- the writer for a
+ * large write, the reader for a full read -- scales it down; the other end
+ * sees a size it did not set and leaves it alone:
+ *
+ *   idle      an I/O that comes IDLE_NS (1 s) or more after the previous
+ *             one on the pipe: the pipeline went quiet in between (a
+ *             reader's read blocked that long; a writer paused); the pipe
+ *             goes straight back to what this I/O needs (64 KiB, or the
+ *             power of two that holds a larger write);
+ *   pressure  at most every SAMPLE_NS (10 ms), the pipe's fill: FIONREAD
+ *             after a write; for a read, free -- a read that came back
+ *             short emptied the pipe, so it held what it returned.  A pipe
+ *             no more than a quarter full LOW_SAMPLES (4) samples in a row
+ *             is halved (a trickle that the reader keeps up with), never
+ *             below the power of two that holds the largest I/O of that
+ *             streak -- shrinking below it would only make the next write
+ *             grow it again.
+ *
+ * A pipe that still holds more than the new size refuses (EBUSY) and is
+ * tried again at a later sample.  Growth is untouched, so a burst after a
+ * quiet spell grows the pipe again at its first large write or full read.
+ * The limit of having no timer: memory falls back only at the managing
+ * end's next I/O; a pipeline that stops for good keeps the size it had
+ * until the pipe is closed (its data pages are freed as the reader
+ * empties it anyway; what the size keeps is the slot array and the
+ * charge against the user's pipe-user-pages quota).
+ *
  * Only pipes of the default size (16 pages) when we first see them, and
  * still of the size we last saw, are grown: any other size was set by
  * someone else (the program, or the preload in the process at the other
- * end) and is theirs to manage.  F_GETPIPE_SZ
- * right before F_SETPIPE_SZ keeps us from ever shrinking a pipe, except
- * in the window between the two calls (another process resizing the same
- * pipe in that microsecond).
+ * end) and is theirs to manage.  F_GETPIPE_SZ right before every
+ * F_SETPIPE_SZ keeps us from resizing a pipe someone else has sized since,
+ * except in the window between the two calls (another process resizing the
+ * same pipe in that microsecond).
  *
  * What growing changes, observably: F_GETPIPE_SZ and FIONREAD report more;
  * writers block (or get EAGAIN, if non-blocking) later, after up to the new
@@ -45,6 +77,8 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -54,7 +88,7 @@
 /* State word: kind (2 bits) | grown (1) | reason (4) | capacity in pages. */
 enum { K_UNKNOWN, K_NOTPIPE = ZCP_PIPE_NOTPIPE, K_PIPE, K_DONE };
 #define KIND(w) ((w) & 3u)
-#define GROWN 4u
+#define GROWN ZCP_PIPE_GROWN
 #define REASON(w) (((w) >> 3) & 15u)
 #define PAGES(w) ((w) >> 7)
 #define WORD(kind, grown, reason, pages) \
@@ -72,6 +106,21 @@ static const char *const reasons[] = {
 	"F_SETPIPE_SZ failed",
 };
 enum { R_NOTFULL, R_FOREIGN, R_ATMAX, R_BUDGET, R_EPERM, R_FAILED };
+
+#define IDLE_NS 1000000000ull	/* a pause this long: the pipeline went quiet */
+#define SAMPLE_NS 10000000ull	/* at most one FIONREAD per pipe per 10 ms */
+#define LOW_SAMPLES 4		/* quarter-full samples in a row to halve */
+
+/* Our view of the traffic on a pipe we grew (the shrink rule above).  Races
+ * between threads writing one pipe cost an opportunity at most: every
+ * resize is checked against a fresh F_GETPIPE_SZ. */
+struct pace {
+	_Atomic uint64_t last_ns;	/* previous write */
+	_Atomic uint64_t sampled_ns;	/* previous FIONREAD */
+	_Atomic uint32_t low;		/* low-pressure samples in a row */
+	_Atomic uint32_t max_io;	/* largest I/O of the current streak */
+};
+static struct pace pace[FDMAX];
 
 static size_t page_sz = 4096;
 static atomic_long limit;         /* bytes; 0 = not read yet */
@@ -173,6 +222,88 @@ static void grow(int fd, uint32_t w, size_t want)
 	zcp_converted(ZCP_PIPE, 0);
 }
 
+static uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);	/* vDSO */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Make a pipe we grew smaller (not below 64 KiB).  Returns true if it was
+ * resized. */
+static bool shrink(int fd, uint32_t w, size_t want)
+{
+	size_t cap = PAGES(w) * page_sz;
+	long got;
+	int cur;
+
+	if (want >= cap)
+		return false;
+	cur = fcntl(fd, F_GETPIPE_SZ);
+	if (cur < 0) {
+		set_state(fd, w, WORD(K_NOTPIPE, 0, 0, 0));
+		return false;
+	}
+	if ((size_t)cur != cap) {
+		done(fd, w, R_FOREIGN);
+		return false;
+	}
+	got = fcntl(fd, F_SETPIPE_SZ, (int)want);
+	if (got < 0 || (size_t)got >= cap)
+		return false;	/* EBUSY: it holds more than want; later */
+	atomic_fetch_add(&budget, (long)(cap - (size_t)got));
+	set_state(fd, w, WORD(K_PIPE, (size_t)got > 16 * page_sz, 0,
+			      (size_t)got / page_sz));
+	atomic_store_explicit(&pace[fd].max_io, 0, memory_order_relaxed);
+	atomic_store_explicit(&pace[fd].low, 0, memory_order_relaxed);
+	return true;
+}
+
+/* An I/O on a pipe we grew: the shrink rule.  Writes sample the fill
+ * with FIONREAD after the write; a read that came back short of what it
+ * asked emptied the pipe, so it held `got` bytes -- a free sample; a full
+ * read is a high one. */
+static bool pace_io(int fd, uint32_t w, size_t asked, size_t got,
+		    bool is_write)
+{
+	struct pace *p = &pace[fd];
+	uint64_t now = coarse_ns();
+	uint64_t last = atomic_exchange_explicit(&p->last_ns, now,
+						 memory_order_relaxed);
+	size_t cap = PAGES(w) * page_sz, io = is_write ? asked : got, fill, want;
+	uint32_t io32 = io < UINT32_MAX ? (uint32_t)io : UINT32_MAX, n;
+	int inq;
+
+	if (io32 > atomic_load_explicit(&p->max_io, memory_order_relaxed))
+		atomic_store_explicit(&p->max_io, io32, memory_order_relaxed);
+	if (last && now - last >= IDLE_NS)
+		return shrink(fd, w, pow2_at_least(is_write ? asked : 0));
+	if (now - atomic_load_explicit(&p->sampled_ns, memory_order_relaxed) <
+	    SAMPLE_NS)
+		return false;
+	atomic_store_explicit(&p->sampled_ns, now, memory_order_relaxed);
+	if (!is_write)
+		fill = got < asked ? got : SIZE_MAX;
+	else if (ioctl(fd, FIONREAD, &inq) < 0)
+		return false;
+	else
+		fill = (size_t)inq;
+	if (fill > cap / 4) {
+		atomic_store_explicit(&p->low, 0, memory_order_relaxed);
+		return false;
+	}
+	n = atomic_fetch_add_explicit(&p->low, 1, memory_order_relaxed) + 1;
+	if (n == 1)	/* a streak starts: the busy I/O before it is past */
+		atomic_store_explicit(&p->max_io, io32, memory_order_relaxed);
+	if (n < LOW_SAMPLES)
+		return false;
+	atomic_store_explicit(&p->low, 0, memory_order_relaxed);
+	want = pow2_at_least(atomic_load_explicit(&p->max_io,
+						  memory_order_relaxed));
+	return shrink(fd, w, want > cap / 2 ? want : cap / 2);
+}
+
 static void after_io(int fd, size_t asked, ssize_t got, bool is_write,
 		     uint32_t w);
 
@@ -209,6 +340,12 @@ static void after_io(int fd, size_t asked, ssize_t got, bool is_write,
 		if (c < 0)
 			return;
 	}
+	if ((w & GROWN) && !zcp_in_vfork_child() &&
+	    (KIND(w) == K_PIPE ||
+	     (KIND(w) == K_DONE && REASON(w) != R_FOREIGN)) &&
+	    pace_io(fd, w, asked, (size_t)got, is_write))
+		w = atomic_load_explicit(&zcp_pipe_state[fd],
+					 memory_order_relaxed);
 	if (asked < ZCP_PIPE_MIN_IO)
 		return;
 	zcp_seen(ZCP_PIPE);
@@ -236,8 +373,12 @@ pass:
 /* A descriptor number now names a new file: forget what we knew. */
 void zcp_pipe_forget(int fd)
 {
-	if (fd >= 0 && fd < FDMAX)
+	if (fd >= 0 && fd < FDMAX) {
 		atomic_store_explicit(&zcp_pipe_state[fd], 0, memory_order_relaxed);
+		atomic_store_explicit(&pace[fd].last_ns, 0, memory_order_relaxed);
+		atomic_store_explicit(&pace[fd].max_io, 0, memory_order_relaxed);
+		atomic_store_explicit(&pace[fd].low, 0, memory_order_relaxed);
+	}
 }
 
 void zcp_pipe_fork_child(void)

@@ -204,11 +204,24 @@ void zcp_real_resolve(void);
 #define ZCP_PIPE_NOTPIPE 1
 extern _Atomic uint32_t zcp_pipe_state[ZCP_FDMAX];
 
+#define ZCP_PIPE_GROWN 4u		/* state bit: we enlarged this pipe */
+
 static inline bool zcp_pipe_worth(int fd)
 {
 	return (unsigned)fd < ZCP_FDMAX &&
 	       (__atomic_load_n(&zcp_pipe_state[fd], __ATOMIC_RELAXED) & 3) !=
 		       ZCP_PIPE_NOTPIPE;
+}
+
+/* Writes of any size to a pipe we enlarged are looked at: they measure
+ * the pressure that shrinks it again (pipes.c). */
+static inline bool zcp_pipe_write_worth(int fd, size_t n)
+{
+	return (unsigned)fd < ZCP_FDMAX &&
+	       (n >= ZCP_PIPE_MIN_IO ||
+		(__atomic_load_n(&zcp_pipe_state[fd], __ATOMIC_RELAXED) &
+		 ZCP_PIPE_GROWN)) &&
+	       zcp_pipe_worth(fd);
 }
 
 void zcp_pipe_after_io(int fd, size_t asked, ssize_t got, bool is_write);

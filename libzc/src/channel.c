@@ -88,6 +88,7 @@ static void chan_free(zc_channel *ch, bool close_sock)
 		zc_ch_release_all_lent(ch);
 	}	/* else: the lent references belong to the other process */
 	zc_agg_release(ch->rx_agg);
+	zc_agg_release(ch->rx_peeked);
 	zc_ch_ctl_free(ch);
 	zc_ch_rings_unmap(ch);
 	if (close_sock)
@@ -300,6 +301,8 @@ void zc_channel_close(zc_channel *ch)
 	/* A partial message: its buffers go back to the peer. */
 	zc_agg_release(ch->rx_agg);
 	ch->rx_agg = NULL;
+	zc_agg_release(ch->rx_peeked);
+	ch->rx_peeked = NULL;
 	if (zc_ch_owned(ch) && ch->used && !atomic_load(&ch->broken) &&
 	    !atomic_load(&ch->peer_gone)) {
 		zc_ch_send_close(ch);

@@ -25,8 +25,10 @@
  *   channel_wait.c      sleeping and waking without lost wakeups
  *   channel.c           life cycle: open, pair, close, free, reaping
  *   channel_send.c      zc_channel_send
- *   channel_recv.c      zc_channel_recv, and the RETURN a received buffer
- *                       sends when it is released
+ *   channel_recv.c      zc_channel_recv and zc_channel_peek, and the
+ *                       RETURN a received buffer sends when it is released
+ *   channel_multi.c     multiway channels: one writer, many readers, each
+ *                       reader an ordinary channel of the writer's
  *
  * Cross-file functions are zc_ch_*; everything else is static to its file.
  * channel.h is the part other modules (cs.c) use.
@@ -95,9 +97,11 @@ struct zc_channel {
 	uint64_t tx_want;	/* bytes of the message waiting to go */
 	uint64_t *tx_bytes;	/* bytes per data slot (tx_inring upkeep) */
 
-	/* channel_recv.c (channel.c releases rx_agg at the end) */
+	/* channel_recv.c (channel.c releases rx_agg and rx_peeked at the
+	 * end) */
 	uint64_t rx_head;	/* next data slot we read */
 	zc_agg *rx_agg;		/* message being assembled */
+	zc_agg *rx_peeked;	/* whole message peeked, not yet received */
 
 	/* channel_lend.c, lending side: what the peer holds of ours
 	 * (channel.c and the registry read lent_n) */
@@ -267,5 +271,13 @@ int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
 void zc_ch_put(zc_channel *ch);
 /* Reap closed channels whose lent buffers came back, if there are any. */
 void zc_ch_reap_maybe(void);
+
+/* ----------------------------------------------------- channel_send.c */
+
+/* 0 once a message of agg's size fits (blocking: waits; non-blocking:
+ * -EAGAIN); nothing is sent.  Room only grows after that. */
+int zc_ch_send_room(zc_channel *ch, const zc_agg *agg);
+/* Send agg (no borrowed slices) after zc_ch_send_room said 0. */
+int zc_ch_send_fitted(zc_channel *ch, const zc_agg *agg);
 
 #endif /* ZC_CHANNEL_INT_H */

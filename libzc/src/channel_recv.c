@@ -15,6 +15,13 @@
  * or file, a slice outside its buffer, indices that ran backwards are a
  * sticky -EPROTO.  A message is handed out whole, at its MSG_END; one
  * that ends with ABORT is dropped.
+ *
+ * Peek (Streamline's peek, section 5.1): zc_channel_peek receives the next
+ * message as recv does, keeps it in rx_peeked and hands out a duplicate
+ * aggregate (the same read-only buffers, one more reference each); the
+ * next recv returns the kept aggregate itself.  Nothing is copied and the
+ * ring is consumed once: a peeked message no longer counts against the
+ * writer's window, exactly as if it had been received.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -147,6 +154,11 @@ int zc_channel_recv(zc_channel *ch, zc_agg **out)
 		return -EINVAL;
 	if (ch->closed)
 		return -EBADF;
+	if (ch->rx_peeked) {
+		*out = ch->rx_peeked;
+		ch->rx_peeked = NULL;
+		return 0;
+	}
 	if (ch->handshaking && (r = zc_channel_handshake(ch)))
 		return r;
 	zc_ch_claim(ch);
@@ -181,4 +193,22 @@ int zc_channel_recv(zc_channel *ch, zc_agg **out)
 		if (r < 0 && r != -EPIPE)
 			return r;
 	}
+}
+
+int zc_channel_peek(zc_channel *ch, zc_agg **out)
+{
+	zc_agg *msg;
+	int r;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!ch)
+		return -EINVAL;
+	if (!ch->rx_peeked) {
+		if ((r = zc_channel_recv(ch, &msg)))
+			return r;
+		ch->rx_peeked = msg;
+	}
+	return zc_agg_dup(ch->rx_peeked, out);
 }

@@ -228,27 +228,22 @@ static void abort_message(zc_channel *ch, uint64_t start)
 
 /* --------------------------------------------------------------- send */
 
-int zc_channel_send(zc_channel *ch, const zc_agg *agg)
+/*
+ * Everything before the descriptors: the channel is usable, returns are
+ * collected, and a message of agg's size fits -- a blocking channel waits
+ * for room, a non-blocking one says -EAGAIN (nothing sent).  Once this said
+ * 0, room only grows (we are the ring's only producer), so
+ * zc_ch_send_fitted can follow at any later time.  A multiway channel
+ * (channel_multi.c) asks every reader this before it sends to any.
+ */
+int zc_ch_send_room(zc_channel *ch, const zc_agg *agg)
 {
-	uint64_t start;
 	int err;
 
-	if (!ch || !agg)
-		return -EINVAL;
 	if (ch->closed)
 		return -EBADF;
 	if (ch->handshaking && (err = zc_channel_handshake(ch)))
 		return err;
-	if (zc_agg_has_borrowed(agg)) {
-		/* Borrowed bytes are never lent: the peer gets copies. */
-		zc_agg *owned;
-
-		err = zc_agg_owned_copy(agg, &owned);
-		if (!err)
-			err = zc_channel_send(ch, owned);
-		zc_agg_release(owned);
-		return err;
-	}
 	pthread_once(&window_once, window_init);
 	zc_ch_claim(ch);
 	/* Now and then look at the socket even when nothing waits: this is
@@ -264,13 +259,18 @@ int zc_channel_send(zc_channel *ch, const zc_agg *agg)
 		return err;
 	ch->tx_want = agg->len;
 	if (ch->nonblock)
-		err = room_nonblock(ch, agg->n + 1);
-	else if ((err = tx_fits(ch, 2)) >= 0)
-		err = err ? 0 : zc_ch_wait(ch, tx_window_ready, true,
-					   ZC_RING_WANT_ROOM);
-	if (err)
-		return err;
-	start = ch->tx_tail;
+		return room_nonblock(ch, agg->n + 1);
+	if ((err = tx_fits(ch, 2)) != 0)
+		return err < 0 ? err : 0;
+	return zc_ch_wait(ch, tx_window_ready, true, ZC_RING_WANT_ROOM);
+}
+
+/* The descriptors of agg (no borrowed slices), then MSG_END, published. */
+int zc_ch_send_fitted(zc_channel *ch, const zc_agg *agg)
+{
+	uint64_t start = ch->tx_tail;
+	int err;
+
 	for (size_t i = 0; i < agg->n; i++) {
 		struct zc_ring_ent e;
 
@@ -290,4 +290,26 @@ int zc_channel_send(zc_channel *ch, const zc_agg *agg)
 	}
 	publish(ch);
 	return 0;
+}
+
+int zc_channel_send(zc_channel *ch, const zc_agg *agg)
+{
+	int err;
+
+	if (!ch || !agg)
+		return -EINVAL;
+	if (ch->closed)
+		return -EBADF;
+	if (zc_agg_has_borrowed(agg)) {
+		/* Borrowed bytes are never lent: the peer gets copies. */
+		zc_agg *owned;
+
+		err = zc_agg_owned_copy(agg, &owned);
+		if (!err)
+			err = zc_channel_send(ch, owned);
+		zc_agg_release(owned);
+		return err;
+	}
+	err = zc_ch_send_room(ch, agg);
+	return err ? err : zc_ch_send_fitted(ch, agg);
 }
