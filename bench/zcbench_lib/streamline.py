@@ -141,7 +141,8 @@ def measure(a, ipc, zcrun, log):
     if "16" in a.figures:
         os.makedirs(a.workdir, exist_ok=True)
         src = os.path.join(a.workdir, f"streamline-dd-{os.getpid()}.in")
-        dst = os.path.join(a.workdir, f"streamline-dd-{os.getpid()}.out")
+        out_dir = a.dd_out_dir if os.path.isdir(a.dd_out_dir or "") else a.workdir
+        dst = os.path.join(out_dir, f"streamline-dd-{os.getpid()}.out")
         papers.make_file(src, a.dd_size)
     try:
         for r in range(1, a.runs + 1):
@@ -261,5 +262,6 @@ def run(a, log=lambda m: print(f"zcbench streamline: {m}", file=sys.stderr, flus
     rows = measure(a, ipc, zcrun, log)
     meta = {"benchmark": "streamline", "runs": a.runs, "figures": a.figures, "blocks": a.blocks,
             "max_bytes": a.max_bytes, "dd_blocks": a.dd_blocks, "dd_size": a.dd_size,
+            "dd_out_dir": a.dd_out_dir,
             "wrong_outputs": sum(1 for x in rows if not x["bytes_ok"])}
     return meta, rows, summarize(rows)
