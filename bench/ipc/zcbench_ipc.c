@@ -15,6 +15,9 @@
  *              both processes share, with the same fill and check as (c).
  *              The most any scheme can reach when both sides touch every
  *              byte on this machine: (c) over (f) is what libzc costs.
+ *   (g) cswrite-read  the paper's mixed cases, over an AF_UNIX stream
+ *   (h) write-csread  socket: cs_write (mapped, filled) to a conventional
+ *              read, and a conventional write to cs_read (mapped, summed).
  *
  * In (a), (b) and (c) the sender writes every byte of a block before it
  * sends it (memset with the block's byte, block number in the first and
@@ -50,7 +53,14 @@
 
 #include "zc.h"
 
-enum { C_PIPE, C_UNIX, C_FULL, C_HALF, C_NOMAP, C_SHM, NCASES };
+enum { C_PIPE, C_UNIX, C_FULL, C_HALF, C_NOMAP, C_SHM, C_CSW_READ,
+       C_WRITE_CSR, NCASES };
+
+/* The paper's mixed cases, over an AF_UNIX stream socket like (b). */
+static bool mixed(int kase)
+{
+	return kase == C_CSW_READ || kase == C_WRITE_CSR;
+}
 
 static const struct {
 	const char *id, *name, *what;
@@ -61,6 +71,8 @@ static const struct {
 	{ "d", "half", "cs_write/cs_read, sender maps only" },
 	{ "e", "nomap", "cs_write/cs_read, no map" },
 	{ "f", "shm", "shared-memory ring, no library (ref.)" },
+	{ "g", "cswrite-read", "cs_write (full map) / conventional read" },
+	{ "h", "write-csread", "conventional write / cs_read (full map)" },
 };
 
 struct opts {
@@ -229,13 +241,73 @@ static int cs_send(int fd, const struct opts *o, int kase)
 }
 
 /*
- * A block over a pipe may arrive in pieces (the sender's pages reach the
- * pipe as it has room): read until the block is complete, summing each
- * piece.  Returns true if the block is right.
+ * A block over a pipe or a stream socket may arrive in pieces of any
+ * length (a pipe passes the sender's pages as it has room, a socket what
+ * FIONREAD saw): a running sum of the block's 64-bit words that takes the
+ * pieces as they come, the words cut by a piece boundary assembled in
+ * part[].
  */
+struct piecesum {
+	uint64_t sum, first, last;
+	size_t pos;		/* bytes of the block seen */
+	unsigned char part[8];
+};
+
+static void piece_word(struct piecesum *ps, uint64_t w, size_t at, size_t block)
+{
+	ps->sum += w;
+	if (at == 0)
+		ps->first = w;
+	if (at == block - 8)
+		ps->last = w;
+}
+
+static void piece_add(struct piecesum *ps, const unsigned char *p, size_t len,
+		      size_t block)
+{
+	while (len && ps->pos % 8) {
+		ps->part[ps->pos++ % 8] = *p++;
+		len--;
+		if (ps->pos % 8 == 0) {
+			uint64_t w;
+
+			memcpy(&w, ps->part, 8);
+			piece_word(ps, w, ps->pos - 8, block);
+		}
+	}
+	size_t n = len / 8 * 8;
+
+	if (n) {
+		uint64_t w0, wl;
+
+		if ((uintptr_t)p % 8 == 0) {
+			ps->sum += sum_words(p, n);
+		} else {
+			for (size_t i = 0; i < n; i += 8) {
+				memcpy(&w0, p + i, 8);
+				ps->sum += w0;
+			}
+		}
+		memcpy(&w0, p, 8);
+		memcpy(&wl, p + n - 8, 8);
+		if (ps->pos == 0)
+			ps->first = w0;
+		if (ps->pos + n == block)
+			ps->last = wl;
+		ps->pos += n;
+		p += n;
+		len -= n;
+	}
+	while (len) {
+		ps->part[ps->pos++ % 8] = *p++;
+		len--;
+	}
+}
+
+/* Read one block in pieces with cs_read; true if the block is right. */
 static bool cs_recv_pieces(int fd, const struct opts *o, uint64_t b, bool map)
 {
-	uint64_t sum = 0, first = 0, last = 0;
+	struct piecesum ps = { 0 };
 	size_t got = 0;
 	int cid, off, len;
 	void *addr;
@@ -245,35 +317,30 @@ static bool cs_recv_pieces(int fd, const struct opts *o, uint64_t b, bool map)
 		if (cs_read(fd, (int)(o->block - got), 1, &args,
 			    map ? CS_MAPALL : 0) != 1)
 			return false;
-		if (map) {
-			const char *p = (const char *)addr + off;
-
-			if (got % 8 || len % 8 || len < 8 || !addr) {
-				cs_free(1, &cid);
-				return false;
-			}
-			sum += sum_words(p, (size_t)len);
-			if (!got)
-				memcpy(&first, p, 8);
-			if (got + (size_t)len == o->block)
-				memcpy(&last, p + len - 8, 8);
+		if (len <= 0 || (map && !addr)) {
+			cs_free(1, &cid);
+			return false;
 		}
+		if (map)
+			piece_add(&ps, (const unsigned char *)addr + off,
+				  (size_t)len, o->block);
 		got += (size_t)len;
 		cs_free(1, &cid);
 	}
-	return !map || block_ok(sum, first, last, o->block, b);
+	return !map || (got == o->block &&
+			block_ok(ps.sum, ps.first, ps.last, o->block, b));
 }
 
 static uint64_t cs_recv(int fd, const struct opts *o, int kase)
 {
 	uint64_t nblk = o->bytes / o->block, bad = 0;
-	bool map = kase == C_FULL;
+	bool map = kase == C_FULL || kase == C_WRITE_CSR;
 	int cid, off, len;
 	void *addr;
 	cs_args args = { &cid, &off, &len, NULL, &addr };
 
 	for (uint64_t b = 0; b < nblk; b++) {
-		if (o->cs_pipe) {
+		if (o->cs_pipe || kase == C_WRITE_CSR) {
 			bad += !cs_recv_pieces(fd, o, b, map);
 			continue;
 		}
@@ -292,11 +359,19 @@ static uint64_t cs_recv(int fd, const struct opts *o, int kase)
 /* ------------------------------------------------- the ceiling: (f) */
 
 /*
- * A ring of SHM_SLOTS blocks in a shared mapping, two counters, spinning
- * (with a yield now and then) instead of system calls.  1 MiB in flight at
- * 128 KiB blocks, like the channel's default window.
+ * A ring of shm_slots blocks in a shared mapping, two counters, spinning
+ * (with a yield now and then) instead of system calls.  1 MiB in flight
+ * (8 slots at 128 KiB blocks, like the channel's default window; more
+ * slots for smaller blocks, 8 for larger ones).
  */
-#define SHM_SLOTS 8
+static uint64_t shm_slots = 8;
+
+/* Slots for a block size: 1 MiB of ring (Streamline's best "Pthreads" ring
+ * size), at least 8 blocks. */
+static void shm_size_for(size_t block)
+{
+	shm_slots = block >= (1 << 20) / 8 ? 8 : (1 << 20) / block;
+}
 
 struct shm_ring {
 	_Alignas(64) _Atomic uint64_t prod;
@@ -308,7 +383,7 @@ static void shm_wait(_Atomic uint64_t *v, uint64_t want_above, bool less)
 	for (unsigned i = 1;; i++) {
 		uint64_t x = atomic_load_explicit(v, memory_order_acquire);
 
-		if (less ? x + SHM_SLOTS > want_above : x > want_above)
+		if (less ? x + shm_slots > want_above : x > want_above)
 			return;
 		if (i % 1024 == 0)
 			sched_yield();
@@ -319,7 +394,7 @@ static void shm_wait(_Atomic uint64_t *v, uint64_t want_above, bool less)
 
 static void *shm_map(size_t block)
 {
-	void *p = mmap(NULL, 4096 + SHM_SLOTS * block, PROT_READ | PROT_WRITE,
+	void *p = mmap(NULL, 4096 + shm_slots * block, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
@@ -327,7 +402,7 @@ static void *shm_map(size_t block)
 
 static char *shm_slot(void *m, size_t block, uint64_t b)
 {
-	return (char *)m + 4096 + (b % SHM_SLOTS) * block;
+	return (char *)m + 4096 + (b % shm_slots) * block;
 }
 
 static int shm_send(void *m, const struct opts *o)
@@ -380,7 +455,7 @@ static int make_pair(int kase, const struct opts *o, int sv[2])
 		sv[1] = p[1];
 		return 0;
 	}
-	return socketpair(AF_UNIX, (kase == C_UNIX ? SOCK_STREAM :
+	return socketpair(AF_UNIX, (kase == C_UNIX || mixed(kase) ? SOCK_STREAM :
 				    SOCK_SEQPACKET) | SOCK_CLOEXEC, 0, sv);
 }
 
@@ -402,6 +477,10 @@ static int child(int kase, int fd, void *shm, int sync_w, int go_r,
 		return 6;
 	if (kase == C_SHM)
 		rc = shm_send(shm, o);
+	else if (kase == C_CSW_READ)
+		rc = cs_send(fd, o, C_FULL);
+	else if (kase == C_WRITE_CSR)
+		rc = plain_send(fd, o);
 	else if (kase >= C_FULL)
 		rc = cs_send(fd, o, kase);
 	else
@@ -450,6 +529,8 @@ static double run_case(int kase, const struct opts *o, uint64_t *bad)
 		goto fail;
 	if (kase == C_SHM)
 		*bad = shm_recv(shm, o);
+	else if (kase == C_CSW_READ)
+		*bad = plain_recv(fd, o);
 	else if (kase >= C_FULL)
 		*bad = cs_recv(fd, o, kase);
 	else
@@ -462,7 +543,7 @@ static double run_case(int kase, const struct opts *o, uint64_t *bad)
 	close(sync[0]);
 	close(go[1]);
 	if (shm)
-		munmap(shm, 4096 + SHM_SLOTS * o->block);
+		munmap(shm, 4096 + shm_slots * o->block);
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 	    WEXITSTATUS(status) != 0) {
 		fprintf(stderr, "zcbench-ipc: %s sender failed (status %d)\n",
@@ -505,9 +586,10 @@ static double ratio(const struct opts *o, const double *med, int k)
 
 static void report_text(const struct opts *o, const double *med)
 {
-	printf("zcbench-ipc: %.2f GiB in %zu KiB blocks, median of %d runs, "
+	printf("zcbench-ipc: %.2f GiB in %zu %s blocks, median of %d runs, "
 	       "backend %s, (c)-(e) over a %s\n", (double)o->bytes / (1 << 30),
-	       o->block >> 10, o->runs, zc_backend_name(),
+	       o->block % 1024 ? o->block : o->block >> 10,
+	       o->block % 1024 ? "B" : "KiB", o->runs, zc_backend_name(),
 	       o->cs_pipe ? "pipe" : "channel");
 	printf("%-4s %-38s %10s %9s\n", "case", "", "MB/s", "vs (b)");
 	for (int k = 0; k < NCASES; k++) {
@@ -601,10 +683,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: zcbench-ipc [--json] [--bytes N] [--block N] [--runs N]\n"
 		"  --bytes N   data moved per case and run (default 2G; K/M/G)\n"
-		"  --block N   bytes per transfer (default 128K, multiple of 4K,\n"
-		"              at most 1G)\n"
+		"  --block N   bytes per transfer (default 128K, a multiple of 8,\n"
+		"              64 to 1G)\n"
 		"  --runs N    runs; the median is reported (default 5)\n"
-		"  --cases L   only these cases, e.g. b,e (default all: a-f)\n"
+		"  --cases L   only these cases, e.g. b,e (default all: a-h)\n"
 		"  --transport channel|pipe\n"
 		"              what (c)-(e) run over (default channel)\n"
 		"  --json      machine-readable output on stdout\n");
@@ -626,7 +708,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	int c;
 
 	*o = (struct opts){ (uint64_t)2 << 30, 128 << 10, 5, false,
-			    { true, true, true, true, true, true }, false };
+			    { true, true, true, true, true, true, true, true }, false };
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -637,7 +719,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			break;
 		case 'b':
-			if (parse_size(optarg, &v) || v % 4096 || v > (1u << 30))
+			if (parse_size(optarg, &v) || v % 8 || v < 64 ||
+			    v > (1u << 30))
 				return -1;
 			o->block = (size_t)v;
 			break;
@@ -679,6 +762,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	shm_size_for(o.block);
 	res = calloc((size_t)o.runs, sizeof(*res));
 	if (!res)
 		return 1;

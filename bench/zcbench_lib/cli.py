@@ -1,4 +1,4 @@
-"""zcbench's command line: `zcbench ipc|static|fastcgi|replay|preload|load ...`.
+"""zcbench's command line: `zcbench ipc|static|fastcgi|replay|preload|load|mach|streamline|cs-ipc ...`.
 
 Exit status: 0 success, 1 the benchmark failed (a server did not start, wrk
 errors above the threshold, a load check failed), 2 bad usage.
@@ -232,8 +232,11 @@ def build_parser():
     rpl.add_argument("--no-plot", action="store_true", help="skip the PNG figure")
     rpl.add_argument("--no-pin", dest="pin", action="store_false",
                      help="do not pin the servers and wrk to separate CPUs")
+    from .papers_cli import add_parsers as add_paper_parsers
+    from .preload_cli import parse_size
+    papers = add_paper_parsers(sub, _positive, parse_size)
     p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc, "pool": po, "preload": pre,
-                  "fastcgi": fc, "replay": rpl}
+                  "fastcgi": fc, "replay": rpl, **papers}
     return p
 
 
@@ -446,6 +449,9 @@ def main(argv=None):
         if a.cmd == "preload":
             from . import preload_cli
             return preload_cli.cmd_preload(a)
+        if a.cmd in ("mach", "streamline", "cs-ipc"):
+            from . import papers_cli
+            return papers_cli.cmd(a)
     except (ServerError, wrk.WrkError, BudgetError) as e:
         print(f"zcbench: {e}", file=sys.stderr)
         return 1

@@ -42,7 +42,11 @@ int zc_agg_create(zc_agg **out)
 
 	if (!out)
 		return -EINVAL;
-	a = calloc(1, sizeof(*a));
+	a = zc_obj_get(ZC_OBJ_AGG);	/* objcache.c */
+	if (a)
+		memset(a, 0, sizeof(*a));
+	else
+		a = calloc(1, sizeof(*a));
 	*out = a;
 	if (!a)
 		return -ENOMEM;
@@ -65,7 +69,8 @@ void zc_agg_release(zc_agg *agg)
 	drop_all(agg);
 	if (agg->s != agg->inline_s)
 		free(agg->s);
-	free(agg);
+	if (!zc_obj_put(ZC_OBJ_AGG, agg))
+		free(agg);
 }
 
 /* Make room for one more slice at the front or the back.  Grows to twice

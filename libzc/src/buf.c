@@ -114,7 +114,7 @@ void zc_buf_release(zc_buf *buf)
 		/* A peer's buffer: tell the peer it may reuse the memory. */
 		if (buf->on_release)
 			buf->on_release(buf);
-		free(buf);
+		zc_buf_header_free(buf);
 		zc_pool_put(pool);
 		return;
 	}
@@ -131,7 +131,7 @@ int zc_buf_foreign(zc_pool *pool, uint64_t off, size_t len, uint64_t gen,
 	*out = NULL;
 	if (!pool || off > pool->size || len > pool->size - off)
 		return -EINVAL;
-	b = calloc(1, sizeof(*b));
+	b = zc_buf_header_new();
 	if (!b)
 		return -ENOMEM;
 	atomic_init(&b->refs, 1);

@@ -90,9 +90,11 @@ static int take_entry(zc_channel *ch, const struct zc_ring_ent *e)
 		return err;
 	switch (e->type) {
 	case ZC_ENT_BUF:
-		return take_buf(ch, e);
+		err = take_buf(ch, e);
+		return err ? err : !!(e->flags & ZC_ENT_F_END);
 	case ZC_ENT_FILE:
-		return take_file(ch, e);
+		err = take_file(ch, e);
+		return err ? err : !!(e->flags & ZC_ENT_F_END);
 	case ZC_ENT_MSG_END:
 		if (e->flags & ZC_ENT_F_ABORT) {
 			zc_agg_release(ch->rx_agg);

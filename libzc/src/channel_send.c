@@ -3,8 +3,9 @@
  * data ring.
  *
  * Each slice becomes one descriptor (BUF: the buffer is lent, its pool
- * shared first; FILE: the file shared first, then the extent) and a
- * MSG_END closes the message.  Descriptors are written to the ring and
+ * shared first; FILE: the file shared first, then the extent); the last
+ * one carries ZC_ENT_F_END, which closes the message (only an empty
+ * message takes a MSG_END entry of its own).  Descriptors are written to the ring and
  * published together, with one release store of the tail, so the peer sees
  * whole messages; only a message longer than the ring streams through it in
  * parts (and a failure half way then ends it with an ABORT MSG_END).  A
@@ -13,7 +14,7 @@
  *
  * The window: bytes a writer may have published that its reader has not
  * consumed yet -- the channel's socket buffer.  Without it a writer that
- * runs ahead fills the whole ring (128 one-slice messages: 16 MiB of
+ * runs ahead fills the whole ring (256 one-slice messages: 32 MiB of
  * 128 KiB blocks in flight), the buffers cycle through far more memory than
  * the caches hold, and the bytes go to and from L3 or DRAM.  A small window
  * keeps a few buffers in flight and cache-hot: 1 MiB is eight 128 KiB blocks,
@@ -101,12 +102,13 @@ static int tx_ready(zc_channel *ch)
 	return r < 0 ? r : r > 0;
 }
 
-/* Room for a whole message of one slice plus its end, within the window. */
+/* Room for a whole message of one slice (its end is a flag on it), within
+ * the window. */
 static int tx_window_ready(zc_channel *ch)
 {
 	int r = tx_check(ch);
 
-	return r ? r : tx_fits(ch, 2);
+	return r ? r : tx_fits(ch, 1);
 }
 
 static int check_usable(zc_channel *ch)
@@ -259,13 +261,16 @@ int zc_ch_send_room(zc_channel *ch, const zc_agg *agg)
 		return err;
 	ch->tx_want = agg->len;
 	if (ch->nonblock)
-		return room_nonblock(ch, agg->n + 1);
-	if ((err = tx_fits(ch, 2)) != 0)
+		return room_nonblock(ch, agg->n ? agg->n : 1);
+	if ((err = tx_fits(ch, 1)) != 0)
 		return err < 0 ? err : 0;
 	return zc_ch_wait(ch, tx_window_ready, true, ZC_RING_WANT_ROOM);
 }
 
-/* The descriptors of agg (no borrowed slices), then MSG_END, published. */
+/*
+ * The descriptors of agg (no borrowed slices), published; the last one
+ * carries ZC_ENT_F_END (an empty message is a MSG_END entry alone).
+ */
 int zc_ch_send_fitted(zc_channel *ch, const zc_agg *agg)
 {
 	uint64_t start = ch->tx_tail;
@@ -275,6 +280,8 @@ int zc_ch_send_fitted(zc_channel *ch, const zc_agg *agg)
 		struct zc_ring_ent e;
 
 		err = make_entry(ch, &agg->s[agg->head + i], &e);
+		if (i + 1 == agg->n)
+			e.flags |= ZC_ENT_F_END;	/* no MSG_END needed */
 		if (!err && (err = put_entry(ch, &e)) && e.type == ZC_ENT_BUF)
 			zc_ch_unlend(ch, e.token);
 		if (err) {
@@ -284,7 +291,7 @@ int zc_ch_send_fitted(zc_channel *ch, const zc_agg *agg)
 	}
 	struct zc_ring_ent end = { .type = ZC_ENT_MSG_END };
 
-	if ((err = put_entry(ch, &end))) {
+	if (agg->n == 0 && (err = put_entry(ch, &end))) {
 		abort_message(ch, start);
 		return err;
 	}

@@ -30,6 +30,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/types.h>
 
@@ -125,6 +127,19 @@ enum {
 	ZC_BUF_FOREIGN = 1u << 2,	/* lives in a peer's pool */
 };
 
+/* objcache.c: per-thread caches of aggregates and buffer headers.
+ * zc_obj_get gives a cached object (not zeroed) or NULL; zc_obj_put keeps
+ * one (true) or says the caller must free() it (false). */
+enum zc_obj_kind { ZC_OBJ_AGG, ZC_OBJ_BUF, ZC_OBJ_KINDS };
+void *zc_obj_get(enum zc_obj_kind kind);
+bool zc_obj_put(enum zc_obj_kind kind, void *obj);
+
+struct zc_buf;
+
+/* A zeroed zc_buf header (cached or calloc'ed), and its disposal. */
+static inline struct zc_buf *zc_buf_header_new(void);
+static inline void zc_buf_header_free(struct zc_buf *b);
+
 struct zc_buf {
 	atomic_int refs;
 	atomic_uint flags;
@@ -139,6 +154,23 @@ struct zc_buf {
 	void *release_ctx;
 	uint64_t release_token;
 };
+
+static inline struct zc_buf *zc_buf_header_new(void)
+{
+	struct zc_buf *b = zc_obj_get(ZC_OBJ_BUF);
+
+	if (b)
+		memset(b, 0, sizeof(*b));
+	else
+		b = calloc(1, sizeof(*b));
+	return b;
+}
+
+static inline void zc_buf_header_free(struct zc_buf *b)
+{
+	if (b && !zc_obj_put(ZC_OBJ_BUF, b))
+		free(b);
+}
 
 /* Mark that the kernel may keep references to the buffer's pages. */
 static inline void zc_buf_mark_kref(zc_buf *buf)

@@ -220,7 +220,7 @@ static void flush_cache(zc_pool *p)
 			zc_buf *b = p->cache[c][--p->cache_n[c]];
 
 			mark_pages(p, b->off / ps, b->cap / ps, false);
-			free(b);
+			zc_buf_header_free(b);
 		}
 	}
 }
@@ -265,7 +265,7 @@ int zc_buf_alloc(zc_pool *pool, size_t len, zc_buf **out)
 			first = alloc_pages(pool, npg);
 		}
 		if (first != SIZE_MAX) {
-			b = calloc(1, sizeof(*b));
+			b = zc_buf_header_new();
 			if (!b)
 				mark_pages(pool, first, npg, false);
 		}
@@ -297,7 +297,7 @@ void zc_pool_recycle(zc_pool *p, zc_buf *b)
 
 	if (ZC_UNLIKELY(!zc_pool_usable(p))) {
 		/* Inherited across fork: the memory is the parent's. */
-		free(b);
+		zc_buf_header_free(b);
 		zc_pool_put(p);
 		return;
 	}
@@ -312,7 +312,7 @@ void zc_pool_recycle(zc_pool *p, zc_buf *b)
 			pthread_mutex_lock(&p->lock);
 			p->st.bytes_in_use -= b->cap;
 			pthread_mutex_unlock(&p->lock);
-			free(b);
+			zc_buf_header_free(b);
 			zc_pool_put(p);
 			return;
 		}
@@ -329,7 +329,7 @@ void zc_pool_recycle(zc_pool *p, zc_buf *b)
 		mark_pages(p, b->off / ps, npg, false);
 	}
 	pthread_mutex_unlock(&p->lock);
-	free(b);
+	zc_buf_header_free(b);
 	zc_pool_put(p);
 }
 

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define ZC_RING_MAGIC 0x474e525au	/* "ZRNG" */
-#define ZC_RING_VERSION 1u
+#define ZC_RING_VERSION 2u	/* 2: ZC_ENT_F_END */
 
 #define ZC_RING_DATA_CAP 256u		/* descriptors: 16 KiB */
 #define ZC_RING_RET_CAP 1024u		/* returns: 16 KiB */
@@ -55,6 +55,11 @@ enum zc_ent_type {
 #define ZC_ENT_F_KREF 0x1u	/* RETURN: the peer gave the pages to its
 				 * kernel by reference; detach on reuse */
 #define ZC_ENT_F_ABORT 0x2u	/* MSG_END: discard the message so far */
+#define ZC_ENT_F_END 0x4u	/* BUF, FILE: the message's last descriptor.
+				 * A message that has one needs no MSG_END
+				 * entry: one cache line less to move from
+				 * core to core per message (the full-map
+				 * IPC path sends one BUF per message). */
 
 /* One data-ring descriptor: exactly one cache line. */
 struct zc_ring_ent {

@@ -2,6 +2,7 @@
  * plain reference string, plus the reference counts slices hold. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,6 +132,57 @@ static void test_many_slices_grow(void **state)
 	expect(a, ref);
 	zc_buf_release(b);
 	zc_agg_release(a);
+}
+
+/* objcache.c: aggregates and buffer headers are kept per thread and
+ * handed out again; a recycled one must be as good as a new one, and a
+ * thread that exits with objects in its cache must not disturb anyone. */
+static void *churn(void *arg)
+{
+	zc_buf *b = arg;
+
+	for (int i = 0; i < 100; i++) {
+		zc_agg *a;
+
+		if (zc_agg_create(&a) || zc_agg_append_buf(a, b, 0, 3))
+			return (void *)1;
+		zc_agg_release(a);
+	}
+	return NULL;	/* exits with aggregates in its cache */
+}
+
+static void test_recycled_objects(void **state)
+{
+	zc_buf *b = mkbuf("abcdefghijklmnopqrstuvwxyz");
+	zc_agg *a, *again;
+	pthread_t t;
+	void *res;
+
+	(void)state;
+	assert_int_equal(zc_agg_create(&a), 0);
+	for (int i = 0; i < 12; i++)	/* past the inline slices */
+		assert_int_equal(zc_agg_append_buf(a, b, (size_t)(i * 2), 1), 0);
+	assert_int_equal(zc_agg_nslices(a), 12);
+	zc_agg_release(a);
+	assert_int_equal(zc_agg_create(&again), 0);
+	assert_int_equal(zc_agg_len(again), 0);
+	assert_int_equal(zc_agg_nslices(again), 0);
+	assert_int_equal(zc_agg_append_buf(again, b, 0, 3), 0);
+	expect(again, "abc");
+	zc_agg_release(again);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pthread_create(&t, NULL, churn, b), 0);
+		assert_int_equal(pthread_join(t, &res), 0);
+		assert_null(res);
+	}
+	/* A cached header is handed out again, or (ASan) none is kept. */
+	void *obj = malloc(sizeof(zc_buf));
+
+	assert_non_null(obj);
+	if (zc_obj_put(ZC_OBJ_BUF, obj))
+		assert_ptr_equal(zc_obj_get(ZC_OBJ_BUF), obj);
+	free(obj);
+	zc_buf_release(b);
 }
 
 static void test_concat_dup(void **state)
@@ -384,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_append_prepend),
 		cmocka_unit_test(test_unpublished_refused),
 		cmocka_unit_test(test_many_slices_grow),
+		cmocka_unit_test(test_recycled_objects),
 		cmocka_unit_test(test_concat_dup),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_truncate_trim),
