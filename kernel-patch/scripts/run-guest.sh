@@ -54,7 +54,7 @@ done
 bash scripts/stage-libzc.sh "$root"
 # zchttpd's kTLS and CRIU tests; criu itself only where the tests run.
 stage_criu=0
-# (criu.sh is not staged yet)
+[ "$MODE" = test ] && stage_criu=1
 ZC_STAGE_CRIU=$stage_criu bash scripts/stage-zchttpd.sh "$root"
 cp "$BUSYBOX" "$root/bin/busybox"
 cp tests/init.sh "$root/init"
