@@ -24,6 +24,8 @@ DEB_PACKAGES=(
 	# kernel-patch/: Debian's 6.1 source, its build tools, the qemu lane
 	linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils
 	qemu-system-x86 busybox-static
+	# the guest's checkpoint/restore test of zchttpd (kernel-patch/tests/zchttpd/criu.sh)
+	criu
 	# zcbench preload: Apache httpd (mmap+write server); tests/preload_programs.bats:
 	# socat (socket inputs), Python's own test suite run under the preload
 	apache2 socat libpython3.11-testsuite

@@ -2,8 +2,9 @@
 # Build the guest tests, pack an initramfs, boot the cached kernel under
 # qemu (TCG) and exit with the guest's result.
 #
-# The guest runs tests/*.c (static musl programs) and libzc's own cmocka
-# tests (glibc, staged by stage-libzc.sh).  ZC_GUEST_MODE=ipc runs the IPC
+# The guest runs tests/*.c (static musl programs), libzc's own cmocka
+# tests (glibc, staged by stage-libzc.sh) and zchttpd's kTLS and CRIU tests
+# (glibc, staged by stage-zchttpd.sh).  ZC_GUEST_MODE=ipc runs the IPC
 # experiment instead and leaves its lines in out/ipc.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +39,7 @@ command -v musl-gcc >/dev/null || { echo "guest: musl-gcc not installed"; exit 1
 command -v qemu-system-x86_64 >/dev/null || { echo "guest: qemu-system-x86 not installed"; exit 1; }
 
 rm -rf "$OUT/root"
-mkdir -p "$OUT/root"/{bin,sbin,proc,sys,dev,tmp,tests,etc}
+mkdir -p "$OUT/root"/{bin,sbin,proc,sys,dev,tmp,tests,etc,run}
 root=$OUT/root
 
 # Guest programs: tests/*.c, one binary each; tests/zc-exit.c is the
@@ -51,6 +52,10 @@ for src in tests/*.c; do
 	musl-gcc "${CFLAGS[@]}" -o "$dest" "$src"
 done
 bash scripts/stage-libzc.sh "$root"
+# zchttpd's kTLS and CRIU tests; criu itself only where the tests run.
+stage_criu=0
+[ "$MODE" = test ] && stage_criu=1
+ZC_STAGE_CRIU=$stage_criu bash scripts/stage-zchttpd.sh "$root"
 cp "$BUSYBOX" "$root/bin/busybox"
 cp tests/init.sh "$root/init"
 chmod +x "$root/init"

@@ -6,10 +6,11 @@
 # suite zcstack:libzc, the same programs `make test` runs on the host),
 # zcbench-ipc, and tests/libzc/zc_backend.c.  Copies them stripped of debug
 # information to ROOT/libzc/{tests,bin}, with every shared library they
-# load (ldd) and the dynamic loader at the paths the loader expects, and
+# load and the dynamic loader (scripts/copy-libs.sh), and
 # the guest-side scripts tests/libzc/{run,ipc}.sh as ROOT/libzc/{run,ipc}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/copy-libs.sh
 root=$1
 top=$(cd .. && pwd)
 build=out/meson
@@ -52,11 +53,5 @@ install -m 755 tests/libzc/run.sh "$root/libzc/run"
 install -m 755 tests/libzc/ipc.sh "$root/libzc/ipc"
 
 # Shared libraries and the loader, where the binaries will look for them.
-ldd "${bins[@]}" | awk '
-	/=> \// { print $3 }
-	/^[ \t]*\/[^ ]*ld-linux/ { print $1 }' | sort -u |
-while read -r lib; do
-	mkdir -p "$root$(dirname "$lib")"
-	cp -L "$lib" "$root$lib"
-done
+copy_libs "$root" "${bins[@]}"
 echo "stage-libzc: ${#tests[@]} test programs, zcbench-ipc, zc-backend"

@@ -1,7 +1,8 @@
 #!/bin/busybox sh
 # Guest /init: run every /tests/* program, then libzc's own tests
-# (/libzc/run), print their PASS/FAIL lines, check the kernel log, print
-# GUEST-RESULT and leave qemu through isa-debug-exit.  With zc.mode=ipc on
+# (/libzc/run) and zchttpd's (/zchttpd/tests/*.sh), print their PASS/FAIL
+# lines, check the kernel log, print GUEST-RESULT and leave qemu through
+# isa-debug-exit.  With zc.mode=ipc on
 # the kernel command line it runs the IPC experiment (/libzc/ipc) instead.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin
@@ -67,6 +68,15 @@ else
 		count libzc $?
 		echo "INFO libzc: $p passed, $f failed, $(( $(date +%s) - start ))s"
 	fi
+	# zchttpd in the guest: kernel TLS, checkpoint/restore (tests/zchttpd).
+	for t in /zchttpd/tests/*.sh; do
+		[ -e "$t" ] || continue
+		name=zchttpd-$(basename "$t" .sh)
+		start=$(date +%s)
+		timeout $((per_test * 2)) "$t" > /tmp/out 2>&1
+		count "$name" $?
+		echo "INFO $name: $p passed, $f failed, $(( $(date +%s) - start ))s"
+	done
 fi
 
 # On the KASAN flavour the checkers must really be on: KASAN, lockdep.
