@@ -27,6 +27,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,12 +327,40 @@ bool tls_kernel_sends(const struct tls_conn *tc)
 	return tc->kernel;
 }
 
+#ifndef TCP_ULP
+#define TCP_ULP 31
+#endif
+
+/*
+ * Is the kernel still doing this connection's records?  criu (3.17)
+ * restores a kTLS socket as plain TCP -- it does not know the tls ULP --
+ * while OpenSSL's state, restored with our memory, still says the kernel
+ * encrypts: whatever we sent then would go out in the clear, and what we
+ * read on TLS 1.2 would be ciphertext taken for records.  Checked before
+ * every read, so before every request on a kTLS connection (one
+ * getsockopt); such a connection is closed, without close_notify.
+ */
+static bool kernel_tls_intact(const struct tls_conn *tc)
+{
+	char ulp[16] = "";
+	socklen_t len = sizeof(ulp) - 1;
+
+	if (getsockopt(SSL_get_fd(tc->ssl), IPPROTO_TCP, TCP_ULP, ulp,
+		       &len) < 0)
+		return false;
+	return strcmp(ulp, "tls") == 0;
+}
+
 ssize_t tls_recv(struct tls_conn *tc, void *buf, size_t len)
 {
 	int r, e;
 
 	if (tc->broken)
 		return -EPROTO;
+	if (tc->kernel && !kernel_tls_intact(tc)) {
+		tc->broken = true;
+		return -EPROTO;
+	}
 	ERR_clear_error();
 	errno = 0;
 	r = SSL_read(tc->ssl, buf, len > INT_MAX ? INT_MAX : (int)len);

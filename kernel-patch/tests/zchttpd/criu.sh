@@ -10,7 +10,9 @@
 # check` says "Looks good."; after the dump no process and no listener;
 # after the restore the same PID, every body byte-exact for the retrying
 # client, the idle connection's next request answered on that connection,
-# HTTPS (with kernel TLS) on new connections, and the cache hit ratio of the
+# HTTPS (with kernel TLS) on new connections, an idle kernel-TLS connection
+# (criu restores it without the tls ULP) closed rather than answered in the
+# clear, and the cache hit ratio of the
 # first requests after the restore equal to the warm ratio before the dump,
 # not the cold one: the cache survived.  INFO lines give the dump and
 # restore times and the ratios (docs/deploy.md quotes them).
@@ -79,8 +81,15 @@ last=$(tail -1 $ZH/files | cut -d' ' -f1)
 mkdir -p $T/ka
 $TLSGET -n -W $T/go 127.0.0.1 $PORT $T/ka /$first /$last > $T/ka.out 2>&1 &
 ka=$!
+# The same over HTTPS with kernel TLS, which criu cannot carry (it restores
+# the socket without the tls ULP): zchttpd must close it rather than answer
+# in the clear.
+mkdir -p $T/kat
+$TLSGET -3 -W $T/go 127.0.0.1 $TPORT $T/kat /$first /$last > $T/kat.out 2>&1 &
+kat=$!
 i=0
-while ! grep -q "^GOT /$first" $T/ka.out && [ $i -lt 100 ]; do
+while ! { grep -q "^GOT /$first" $T/ka.out && grep -q "^GOT /$first" $T/kat.out; } &&
+	[ $i -lt 100 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
@@ -89,7 +98,7 @@ h1=$(field "$s" hits) m1=$(field "$s" misses)
 echo "INFO criu: libzc backend $(echo "$s" | grep -o '"backend":"[^"]*"')"
 echo "INFO criu: hit ratio cold pass $cold% ($h0 hits, $m0 misses), warm pass $warm%"
 # The status requests' connections are closed by now; give the server a
-# moment to close its ends, so the keep-alive one is the only one dumped.
+# moment to close its ends, so the keep-alive ones are the only ones dumped.
 sleep 1
 
 t0=$(now_ms)
@@ -140,6 +149,14 @@ touch $T/go
 wait $ka
 check criu-keepalive "the idle connection: $(tail -1 $T/ka.out)" [ $? -eq 0 ]
 check criu-keepalive-body "/$last differs" cmp -s $T/root/$last $T/ka/$last
+wait $kat
+rc=$?
+check criu-ktls-conn-closed "the kernel-TLS connection: exit $rc, $(grep tlsget $T/kat.out | tr '\n' ' ')" \
+	[ $rc -ne 0 -a -z "$(grep "GOT /$last" $T/kat.out)" ]
+# Closed (an EOF, or a reset: the request is left unread), not a record
+# that fails to decrypt, as a response in the clear would.
+check criu-ktls-conn-not-clear "the kernel-TLS connection got something else than a close: $(grep tlsget $T/kat.out | tr '\n' ' ')" \
+	grep -qE "TLS read: (unexpected eof while reading|Connection reset by peer)" $T/kat.out
 s=$(status $PORT)
 h2=$(field "$s" hits) m2=$(field "$s" misses)
 after=$(ratio $((h2 - h1)) $((m2 - m1)))

@@ -6,10 +6,11 @@
 # keys into the socket and file bodies go out by sendfile, encrypted by the
 # kernel.  Checked over TLS 1.3 (TLS_AES_256_GCM_SHA384) and TLS 1.2
 # (ECDHE-ECDSA-AES256-GCM-SHA384): every body byte-exact; the status
-# endpoint says "kernel" and counts every connection as kernel_send, none
-# as user_send; /proc/net/tls_stat counts one software TX context per
-# connection.  Then --tls-ktls off: the same bodies, encrypted in user space,
-# and the status endpoint and tls_stat say so.
+# endpoint says "kernel", counts every connection as kernel_send, none as
+# user_send, and the bodies above 64 KiB as sent by reference (sendfile);
+# /proc/net/tls_stat counts one software TX context per connection.  Then
+# --tls-ktls off: the same bodies, encrypted in user space (nothing by
+# reference), and the status endpoint and tls_stat say so.
 . /zchttpd/common.sh
 T=/tmp/ktls
 HTTP=8080
@@ -53,7 +54,7 @@ fetch() {
 			{ info $T/get.out; info $T/error.log; return 1; }
 		want="TLS TLSv1.$v $c"
 		grep -qx "$want" $T/get.out ||
-			{ echo "negotiated: $(grep ^TLS $T/get.out), wanted $want"; return 1; }
+			{ echo "INFO ktls: negotiated $(grep ^TLS $T/get.out), wanted $want"; return 1; }
 	done
 }
 
@@ -83,6 +84,13 @@ if start; then
 	tx=$(( $(tls_stat TlsTxSw) - tx0 ))
 	rx=$(( $(tls_stat TlsRxSw) - rx0 ))
 	echo "INFO ktls: status $layer handshakes $hs kernel_send $ks user_send $us; tls_stat TlsTxSw +$tx TlsRxSw +$rx"
+	echo "INFO ktls: $(echo "$s" | grep -o '"bytes_sent":[0-9]*'), $(echo "$s" | grep -o '"zero_copy":{[^}]*}')"
+	# Bodies above --cache-small-max (64 KiB) go by sendfile from the page
+	# cache, encrypted by the kernel: by reference, both passes.
+	big=$(awk '$2 > 65536 { s += $2 } END { print s }' $ZH/files)
+	ref=$(field "$s" bytes_by_reference)
+	check ktls-sendfile "bytes_by_reference $ref, wanted at least $((2 * big))" \
+		[ "$ref" -ge $((2 * big)) ]
 	check ktls-status-layer "status says $layer" [ "$layer" = '"records":"kernel"' ]
 	check ktls-status-counts "kernel_send $ks user_send $us handshakes $hs, wanted $conns 0 $conns" \
 		[ "$ks:$us:$hs" = "$conns:0:$conns" ]
@@ -107,6 +115,10 @@ if start --tls-ktls off; then
 	us=$(field "$s" user_send)
 	tx=$(( $(tls_stat TlsTxSw) - tx0 ))
 	echo "INFO ktls-off: status $layer kernel_send $ks user_send $us; tls_stat TlsTxSw +$tx"
+	echo "INFO ktls-off: $(echo "$s" | grep -o '"bytes_sent":[0-9]*'), $(echo "$s" | grep -o '"zero_copy":{[^}]*}')"
+	# User-space records: every body byte is copied to be encrypted.
+	check ktls-off-copied "bytes_by_reference $(field "$s" bytes_by_reference), wanted 0" \
+		[ "$(field "$s" bytes_by_reference)" = 0 ]
 	check ktls-off-status "status $layer kernel_send $ks user_send $us, wanted user (--tls-ktls off), 0, $CONNS" \
 		[ "$layer:$ks:$us" = '"records":"user (--tls-ktls off)"'":0:$CONNS" ]
 	check ktls-off-tls-stat "TlsTxSw +$tx, wanted +0" [ "$tx" -eq 0 ]

@@ -142,7 +142,14 @@ static ssize_t conn_fill(struct conn *c)
 			     (int)((sizeof(c->buf) - 1) - c->have));
 		if (k <= 0) {
 			int e = SSL_get_error(c->ssl, (int)k);
+			unsigned long err = ERR_peek_error();
 
+			/* Why, for the scripts: "unexpected eof while reading"
+			 * (the peer closed) is not a broken record. */
+			if (e != SSL_ERROR_ZERO_RETURN)
+				fprintf(stderr, "tlsget: TLS read: %s\n",
+					err ? ERR_reason_error_string(err)
+					    : strerror(errno));
 			ERR_clear_error();
 			return e == SSL_ERROR_ZERO_RETURN ? 0 : -1;
 		}
