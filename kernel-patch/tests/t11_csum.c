@@ -654,8 +654,39 @@ int main(void)
 	      "no entry ended although pages were recycled (%lld)",
 	      c1.inval - c0.inval);
 
+	/*
+	 * 5. A cs_write that gives nothing away (EPIPE before the first
+	 * byte): its first page was registered, goes back to its container
+	 * and is writable again, so its entry must end.  The empty
+	 * connection also stops the receiver.
+	 */
+	{
+		long w = 0;
+		void *p = NULL;
+		int id, s = connect_b();
+
+		cnt_read(&c0);
+		id = cs_alloc(4 * 4096, &p, CS_MAPNOW);
+		if (id >= 0)
+			fill(p, 4 * 4096, 7);
+		ok = s >= 0 && id >= 0 && shutdown(s, SHUT_WR) == 0;
+		errno = 0;
+		if (ok)
+			w = cs_write(s, 1, &id, NULL, NULL, 0);
+		cnt_read(&c1);
+		CHECK("csum-epipe-kept", ok && w < 0 && errno == EPIPE &&
+		      cs_free(1, &id) == 0,
+		      "cs_write after shutdown: %ld, %s", w, strerror(errno));
+		CHECK("csum-epipe-invalidated", c1.inval - c0.inval == 1,
+		      "%lld entries ended, not 1", c1.inval - c0.inval);
+		if (s >= 0) {
+			read(s, why, sizeof(why));
+			close(s);
+		}
+	}
+
 done:
-	/* Stop the receiver: a connection without data. */
+	/* Stop the receiver if it still runs: a connection without data. */
 	n = connect_b();
 	if (n >= 0) {
 		shutdown(n, SHUT_WR);
