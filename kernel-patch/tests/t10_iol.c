@@ -4,6 +4,7 @@
  * shares the page cache becomes stale when the file is written or
  * truncated); read-only mappings; argument checks; the IO-Lite counters.
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -223,6 +224,20 @@ static void file_change(void)
 		      ((char *)t[0].addr)[5] == 'Z' &&
 		      ((unsigned char *)t[0].addr)[3 * PG + 1] == pat(3 * PG + 1),
 		      "buffer lost its pages");
+		iol_free(t, 1);
+	}
+	/* splice(2) from a pipe into the file makes it stale too */
+	lseek(fd, 0, SEEK_SET);
+	n = iol_read_n(fd, t, 1, FSIZE);
+	if (n == 1) {
+		off_t at = 7;
+
+		CHECK("iol-change-splice-fresh",
+		      iol_write(-1, t, 1, IOL_CHECK) == 0, "%s", strerror(errno));
+		CHECK("iol-change-splice-estale", write(p[1], "Q", 1) == 1 &&
+		      splice(p[0], NULL, fd, &at, 1, 0) == 1 &&
+		      iol_write(-1, t, 1, IOL_CHECK) < 0 && errno == ESTALE &&
+		      ((char *)t[0].addr)[7] == 'Q', "errno %d", errno);
 		iol_free(t, 1);
 	}
 	iol_free(s, 1);
