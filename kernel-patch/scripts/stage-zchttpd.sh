@@ -11,7 +11,7 @@
 #                           the random bodies itself (a random body does not
 #                           compress, and would only grow the initramfs)
 #   /zchttpd/tests/*.sh     the guest tests (tests/zchttpd/{ktls,criu}.sh),
-#                           which init runs, and their common.sh
+#                           which init runs; /zchttpd/common.sh their helpers
 #   criu                    /usr/sbin/criu, when ZC_STAGE_CRIU=1 (the lane
 #                           runs criu.sh then; without it criu.sh is left out
 #                           too)
@@ -40,8 +40,8 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
 	-keyout "$dest/ec.key" -out "$dest/ec.crt" -days 2 -subj /CN=guest \
 	2>/dev/null
 
-# 30 files, 1 KB to 300 KB: half at most --cache-small-max (64 KiB, served
-# from pool memory), half above (served by sendfile from the page cache).
+# 30 files, 2.3 KB to 293 KB: 14 at most --cache-small-max (64 KiB, served
+# from pool memory), 16 above (served by sendfile from the page cache).
 for i in $(seq 1 30); do
 	echo "f$i.bin $(( (i * i * 337 + i * 1000) % 300000 + 1000 ))"
 done > "$dest/files"
