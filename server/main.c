@@ -597,12 +597,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
+	/* The master also reaps its workers synchronously. */
+	block_control_signals(&set);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 

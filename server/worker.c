@@ -144,19 +144,24 @@ static void before_sleep(struct ev_loop *loop, void *data)
 		ev_stop(loop);
 }
 
+void block_control_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGQUIT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, set, NULL);
+}
+
 int worker_run(struct zh_worker *w)
 {
 	const struct zh_config *cfg = w->cfg;
 	sigset_t set;
 	int err;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
+	block_control_signals(&set);
 	signal(SIGPIPE, SIG_IGN);	/* iol_write reports EPIPE instead */
 	w->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (w->sigfd < 0)

@@ -5,9 +5,9 @@ DEC 3000/800 in the paper; --bytes (2 GiB) in --block (128 KiB) transfers
 here, median of --runs interleaved runs.
 """
 import json
-import os
 import sys
 
+from . import figure
 from . import papers
 
 # zcbench-ipc case id -> (the paper's label, its MB/s in Figure 4)
@@ -64,9 +64,7 @@ def table_text(summary, meta):
 
 
 def plot(out, summary, dpi=80):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figure.pyplot()
 
     ss = [s for s in summary if s["ratio_vs_b"] is not None]
     fig, ax = plt.subplots(figsize=(9, 4.5))
@@ -84,11 +82,7 @@ def plot(out, summary, dpi=80):
     ax.set_title("Container Shipping Figure 4 today (zcbench-ipc)")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = os.path.join(out, "cs-ipc.png")
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return figure.save(fig, out, "cs-ipc.png", dpi)
 
 
 def run(a, log=lambda m: print(f"zcbench cs-ipc: {m}", file=sys.stderr, flush=True)):

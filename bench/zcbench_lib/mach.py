@@ -18,6 +18,7 @@ the file; docs/preload.md), not zc.h's: map_read runs under zcrun.
 import os
 import sys
 
+from . import figure
 from . import papers
 from .preload import clean_env, preload_paths
 
@@ -167,9 +168,7 @@ def table_text(summary, meta):
 def plot(out, summary, dpi=80):
     """mach.png: per table, old_read's elapsed over each program's (ours and
     the paper's), first and second time."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figure.pyplot()
 
     tables = list(dict.fromkeys(s["table"] for s in summary))
     fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables), 4), squeeze=False)
@@ -193,11 +192,7 @@ def plot(out, summary, dpi=80):
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle("zcbench mach: Mach mapped stdio and fmap, today vs the paper")
-    fig.tight_layout()
-    path = os.path.join(out, "mach.png")
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return figure.save(fig, out, "mach.png", dpi)
 
 
 def run(opts, log=lambda m: print(f"zcbench mach: {m}", file=sys.stderr, flush=True)):

@@ -21,6 +21,7 @@ import json
 import os
 import statistics
 
+from . import figure
 from .cpu import row_client_bound
 from .preload_stats import CONVERSIONS
 from .report import median_of, num, write_csv
@@ -174,9 +175,7 @@ def plot(out_dir, summary, dpi=80):
     medians (bar), the per-run ratios (dots), the workload's bar (a blue
     tick) and a line at 1.0; and preload-rates.png (plot_rates).  Returns
     both paths."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figure.pyplot()
 
     ss = [s for s in summary if s["ratio"] is not None]
     fig, ax = plt.subplots(figsize=(9, 4.2))
@@ -203,10 +202,7 @@ def plot(out_dir, summary, dpi=80):
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
     ax.set_title("zcbench preload: unmodified programs under libzc-preload.so, median of runs")
-    fig.tight_layout()
-    path = os.path.join(out_dir, "preload-ratios.png")
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
+    path = figure.save(fig, out_dir, "preload-ratios.png", dpi)
     return [path, plot_rates(out_dir, summary, plt, dpi)]
 
 
@@ -235,8 +231,4 @@ def plot_rates(out_dir, summary, plt, dpi):
     for ax in [a for r in axes for a in r][len(ss):]:
         ax.axis("off")
     fig.suptitle("zcbench preload: rate of every run (dots) and median (bar)", fontsize=11)
-    fig.tight_layout()
-    path = os.path.join(out_dir, "preload-rates.png")
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return figure.save(fig, out_dir, "preload-rates.png", dpi)

@@ -50,6 +50,7 @@ import sys
 import tempfile
 import time
 
+from . import figure
 from . import build_dir, pinning, servers, wrk
 from . import budget as bg
 from . import memlimit
@@ -443,9 +444,7 @@ def plot(out_dir, summary, meta, dpi=80):
     range) and, for zchttpd's policies, the live hit ratio beside gdssim's.
     With them (IO-Lite Table 1): requests/s and bytes read from disk against
     the memory limit, one line per server."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figure.pyplot()
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=dpi)
     limited = any(s.get("memory_limit") for s in summary)
@@ -509,8 +508,4 @@ def plot(out_dir, summary, meta, dpi=80):
         b.legend()
     fig.suptitle(f"{meta['requests']:,} requests, {meta['objects']:,} objects "
                  f"({meta['unique_bytes'] / 1e6:,.0f} MB); {report.budget_note(meta)}", fontsize=9)
-    fig.tight_layout()
-    path = os.path.join(out_dir, "replay.png")
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return figure.save(fig, out_dir, "replay.png", dpi)

@@ -28,6 +28,7 @@ import json
 import os
 import statistics
 
+from . import figure
 from .cpu import CLIENT_BOUND, row_client_bound
 from .docroot import size_label
 
@@ -322,9 +323,7 @@ def plot(out_dir, summary, servers, dpi=80, note="", what="static", style=None):
     floor dashed); a point whose every run was client-bound has a hollow
     marker.  note goes under the title (the CPU budget).  Returns the
     paths written."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figure.pyplot()
 
     paths = []
     titles = {"keepalive": "persistent connections (HTTP/1.1 keep-alive)",
@@ -362,11 +361,7 @@ def plot(out_dir, summary, servers, dpi=80, note="", what="static", style=None):
         sub = note + ("; hollow: every run client-bound" if any_cb else "")
         fig.suptitle(f"zcbench {what}: {titles.get(mode, mode)}, median of runs"
                      + (f"\n{sub}" if sub else ""), fontsize=11)
-        fig.tight_layout()
-        path = os.path.join(out_dir, f"{what}-{mode}.png")
-        fig.savefig(path, dpi=dpi)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(figure.save(fig, out_dir, f"{what}-{mode}.png", dpi))
     return paths
 
 

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 
+from . import figure
 from . import papers
 from .preload import clean_env, preload_paths
 
@@ -221,9 +222,7 @@ def table_text(summary, meta):
 
 
 def plot(out, summary, dpi=80):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figure.pyplot()
 
     paths = []
     for fig_id, title, ylog in (("11", "Streamline Fig. 11 today: write+read through a pipe", True),
@@ -246,11 +245,7 @@ def plot(out, summary, dpi=80):
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = os.path.join(out, f"streamline-fig{fig_id}.png")
-        fig.savefig(path, dpi=dpi)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(figure.save(fig, out, f"streamline-fig{fig_id}.png", dpi))
     return paths
 
 

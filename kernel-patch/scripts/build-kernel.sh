@@ -4,8 +4,9 @@
 # ZC_KERNEL_FLAVOUR=kasan adds config.kasan (KASAN and the VM/lock
 # debugging options) to the configuration; that kernel is cached under its
 # own key and linked as bzImage.kasan instead of bzImage.  Either way the
-# installed uapi header linux/cs.h is kept next to the image (include-<key>,
-# linked as include or include.kasan) for the guest tests.
+# installed uapi headers linux/cs.h and linux/iolite.h are kept next to the
+# image (include-<key>, linked as include or include.kasan) for the guest
+# tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
@@ -39,7 +40,7 @@ version=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null ||
 shopt -s nullglob
 patches=(patches/*.patch)
 shopt -u nullglob
-key=$( { echo "linux-source-6.1 $version"; echo "lane 2";
+key=$( { echo "linux-source-6.1 $version"; echo "lane 3";
 	 for p in "${patches[@]}"; do echo "== $p"; cat "$p"; done;
 	 for f in "${fragments[@]}"; do echo "== $f"; cat "$f"; done; } |
        sha256sum | cut -c1-16)
@@ -47,7 +48,8 @@ image=$CACHE/bzImage-$key
 headers=$CACHE/include-$key
 
 mkdir -p "$CACHE"
-if [ -f "$image" ] && [ -f "$headers/linux/cs.h" ]; then
+if [ -f "$image" ] && [ -f "$headers/linux/cs.h" ] &&
+   [ -f "$headers/linux/iolite.h" ]; then
 	echo "kernel: cached $image"
 	ln -sfn "$image" "$CACHE/bzImage$suffix"
 	ln -sfn "$headers" "$CACHE/include$suffix"
@@ -93,11 +95,14 @@ if ! nice -n 10 make -j"$JOBS" bzImage >"$log" 2>&1; then
 	exit 1
 fi
 grep -E 'warning:' "$log" | head -20 || true
-# The uapi header, processed as headers_install does it.
-make -s scripts_unifdef >/dev/null
+# The uapi headers, processed as headers_install does it: linux/cs.h and
+# linux/iolite.h with what they include (linux/types.h, asm/...), which
+# musl-gcc does not have.
+make -s headers >/dev/null
 rm -rf "$headers"
-mkdir -p "$headers/linux"
-scripts/headers_install.sh include/uapi/linux/cs.h "$headers/linux/cs.h"
+mkdir -p "$headers"
+cp -r usr/include/linux usr/include/asm usr/include/asm-generic "$headers/"
+find "$headers" -name '.*' -type f -delete
 cp arch/x86/boot/bzImage "$image.tmp"
 mv "$image.tmp" "$image"
 ln -sfn "$image" "$CACHE/bzImage$suffix"

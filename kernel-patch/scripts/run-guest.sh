@@ -28,7 +28,9 @@ else
 	MEM=512M
 fi
 [ -f "$kernel" ] || { echo "guest: no kernel at $kernel (make kernel)"; exit 1; }
-[ -f "$uapi/linux/cs.h" ] || { echo "guest: no uapi header in $uapi (make kernel)"; exit 1; }
+for h in cs.h iolite.h; do
+	[ -f "$uapi/linux/$h" ] || { echo "guest: no uapi header linux/$h in $uapi (make kernel)"; exit 1; }
+done
 
 BUSYBOX=$(command -v busybox || true)
 if [ -z "$BUSYBOX" ] || ! file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked'; then

@@ -1,5 +1,6 @@
 /*
- * Random arguments to all six Container Shipping calls.  Pointers come
+ * Random arguments to all six Container Shipping calls and the two IO-Lite
+ * calls (iol_read, iol_write: slices from earlier reads, mutated).  Pointers come
  * from a set that cannot corrupt this program (NULL, kernel and unmapped
  * addresses, a read-only page, a scratch area), so any failure is the
  * kernel's.  Descriptors: both ends of a pipe, TCP and AF_UNIX stream
@@ -16,7 +17,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
-#include "cs.h"
+#include "iol.h"
 
 static unsigned long long rng = 0x9e3779b97f4a7c15ULL;
 
@@ -38,6 +39,10 @@ static int g_cids[CS_MAX_COUNT], g_offs[CS_MAX_COUNT], g_lens[CS_MAX_COUNT];
 static int g_sizes[CS_MAX_COUNT];
 static void *g_addrs[CS_MAX_COUNT];
 static cs_args good = { g_cids, g_offs, g_lens, g_sizes, g_addrs };
+
+/* Slices the last successful iol_read returned. */
+static struct iol_slice g_sl[IOL_MAX_SLICES];
+static long g_nsl;
 
 static void *rptr(void)
 {
@@ -80,6 +85,64 @@ static int rfd(void)
 	case 10: return sysfd;
 	default: return filefd;	/* a regular file of its own */
 	}
+}
+
+/* A 64-bit value: small, near a page, huge, or random. */
+static unsigned long long rnd64(void)
+{
+	switch (rnd() % 6) {
+	case 0: return 0;
+	case 1: return rnd() % 16;
+	case 2: return rnd() % 20000;
+	case 3: return ~0ULL - rnd() % 4096;
+	case 4: return 1ULL << (rnd() % 64);
+	default: return rnd();
+	}
+}
+
+/* iol_read: random arguments, or good slices and random sizes. */
+static long fuzz_iol_read(int *maxid)
+{
+	long r;
+
+	if (rnd() % 2)
+		return iol_read(rfd(), rptr(), (unsigned int)rndint(),
+				rnd() % 4 ? 0 : (unsigned int)rndint());
+	if (rnd() % 4 == 0)	/* the file again from its start */
+		lseek(filefd, 0, SEEK_SET);
+	g_sl[0].len = rnd() % 4 ? 1 + rnd() % 200000 : rnd64();
+	r = iol_read(rfd(), g_sl, rnd() % 2 ? 1 + rnd() % 8 :
+		     (unsigned int)rndint(), rnd() % 8 ? 0 : 1);
+	if (r > 0) {
+		g_nsl = r;
+		for (long j = 0; j < r; j++)
+			if ((int)g_sl[j].buf > *maxid)
+				*maxid = (int)g_sl[j].buf;
+	}
+	return r;
+}
+
+/* iol_write: random arguments, or slices of real buffers, some mutated. */
+static long fuzz_iol_write(void)
+{
+	struct iol_slice s[8];
+	unsigned int n = 1 + rnd() % 8;
+
+	if (rnd() % 2)
+		return iol_write(rfd(), rptr(), (unsigned int)rndint(),
+				 rnd() % 4 ? 0 : (unsigned int)rndint());
+	for (unsigned int k = 0; k < n; k++) {
+		s[k] = g_sl[g_nsl ? rnd() % g_nsl : 0];
+		switch (rnd() % 8) {
+		case 0: s[k].off = rnd64(); break;
+		case 1: s[k].len = rnd64(); break;
+		case 2: s[k].gen += rnd() % 3 - 1; break;
+		case 3: s[k].buf = rnd64(); break;
+		case 4: s[k].off += rnd() % 64; s[k].len = rnd() % 9000; break;
+		default: break;
+		}
+	}
+	return iol_write(rfd(), s, n, rnd() % 8 ? 0 : IOL_CHECK);
 }
 
 /* Non-blocking, and a cs_write that started gives up after 50 ms. */
@@ -128,11 +191,11 @@ static void drain(void)
 int main(int argc, char **argv)
 {
 	int iters = argc > 1 ? atoi(argv[1]) : 100000;
-	int calls = 0, ok = 0, maxid = 0, okc[6] = { 0 };
+	int calls = 0, ok = 0, maxid = 0, okc[8] = { 0 };
 	int *ids;
 	time_t t0 = time(NULL);
 
-	if (cs_init()) {
+	if (iol_init()) {
 		report(0, "fuzz-init", "no syscall numbers");
 		return 1;
 	}
@@ -171,7 +234,7 @@ int main(int argc, char **argv)
 			if (rnd() % 2)
 				memcpy(scratch + (rnd() % 4096), ids, 64);
 		}
-		switch (which = (int)(rnd() % 6)) {
+		switch (which = (int)(rnd() % 8)) {
 		case 0:
 			r = cs_alloc(rndint(), rptr(), rndint());
 			if (r > maxid)
@@ -209,6 +272,12 @@ int main(int argc, char **argv)
 				     rnd() % 2 ? NULL : rptr(),
 				     rnd() % 2 ? NULL : rptr(), 0);
 			break;
+		case 6:
+			r = fuzz_iol_read(&maxid);
+			break;
+		case 7:
+			r = fuzz_iol_write();
+			break;
 		}
 		calls++;
 		if (r >= 0) {
@@ -217,14 +286,20 @@ int main(int argc, char **argv)
 		}
 		if (i % 64 == 0)	/* make room now and then */
 			drain();
-		if (i % 1024 == 0)	/* the file must not fill the guest */
+		if (i % 1024 == 0) {	/* the file must not fill the guest */
 			ftruncate(filefd, 0);
+			pwrite(filefd, scratch, 3 * 16384, 0);
+		}
 	}
 	for (int k = 0; k <= maxid + 64; k++)
 		cs_free(1, &k);
 	info("fuzz: %d calls, %d succeeded (alloc %d free %d map %d unmap %d "
-	     "read %d write %d), %lds", calls, ok, okc[0], okc[1], okc[2],
-	     okc[3], okc[4], okc[5], (long)(time(NULL) - t0));
+	     "read %d write %d iol_read %d iol_write %d), %lds", calls, ok,
+	     okc[0], okc[1], okc[2], okc[3], okc[4], okc[5], okc[6], okc[7],
+	     (long)(time(NULL) - t0));
+	/* the fuzzer must have got past the checks, both ways */
+	CHECK("fuzz-iol-calls-succeeded", okc[6] > 100 && okc[7] > 100,
+	      "iol_read %d iol_write %d succeeded", okc[6], okc[7]);
 	report(1, "fuzz-no-crash", NULL);
 	return test_failed;
 }

@@ -1,0 +1,735 @@
+/*
+ * Checksum caching (issue 17): cs_write over TCP between two network
+ * namespaces joined by a veth pair with tx checksumming off, so the
+ * sender's kernel sums every byte in software.  The same sealed memfd is
+ * sent again and again: /sys/kernel/zc/csum_bytes_cached must grow on the
+ * repeats.  New contents (another sealed memfd, an unsealed file written
+ * between sends, the writer's own pages recycled and refilled) must be
+ * summed afresh: every byte is verified by the receiver, and a stale sum
+ * would show as InCsumErrors, drops and retransmits in /proc/net/snmp.
+ */
+#include "cs.h"
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#ifndef F_ADD_SEALS
+#define F_ADD_SEALS	1033
+#endif
+#ifndef F_SEAL_SHRINK
+#define F_SEAL_SHRINK	0x0002
+#define F_SEAL_GROW	0x0004
+#define F_SEAL_WRITE	0x0008
+#endif
+#ifndef MFD_ALLOW_SEALING
+#define MFD_ALLOW_SEALING 2U
+#endif
+
+/* The uapi bits needed here (musl ships no kernel headers). */
+#define NL_ROUTE		0
+#define RTM_NEWLINK_		16
+#define NLMSG_ERROR_		2
+#define NLM_F_REQUEST_		0x001
+#define NLM_F_ACK_		0x004
+#define NLM_F_EXCL_		0x200
+#define NLM_F_CREATE_		0x400
+#define IFLA_IFNAME_		3
+#define IFLA_LINKINFO_		18
+#define IFLA_NET_NS_FD_		28
+#define IFLA_INFO_KIND_		1
+#define IFLA_INFO_DATA_		2
+#define VETH_INFO_PEER_		1
+#define SIOCETHTOOL_		0x8946
+#define ETHTOOL_GTXCSUM_	0x16
+#define ETHTOOL_STXCSUM_	0x17
+
+struct nl_hdr {
+	uint32_t len;
+	uint16_t type, flags;
+	uint32_t seq, pid;
+};
+
+struct if_info {
+	uint8_t family, pad;
+	uint16_t type;
+	int32_t index;
+	uint32_t flags, change;
+};
+
+struct rt_attr {
+	uint16_t len, type;
+};
+
+struct sockaddr_netlink {
+	sa_family_t family;
+	unsigned short pad;
+	uint32_t pid, groups;
+};
+
+struct ethtool_val {
+	uint32_t cmd, data;
+};
+
+#define SIZE		(256 * 1024)	/* bytes per send */
+#define PORT		7711
+#define ADDR_A		"10.77.0.1"
+#define ADDR_B		"10.77.0.2"
+
+/* ------------------------------------------------------------ netlink */
+
+static char nlbuf[512];
+static size_t nlused;
+
+static struct rt_attr *nl_put(int type, const void *data, size_t len)
+{
+	struct rt_attr *a;
+
+	nlused = (nlused + 3) & ~(size_t)3;
+	if (nlused + sizeof(*a) + len > sizeof(nlbuf))
+		return NULL;
+	a = (struct rt_attr *)(nlbuf + nlused);
+	a->type = (uint16_t)type;
+	a->len = (uint16_t)(sizeof(*a) + len);
+	if (len)
+		memcpy(a + 1, data, len);
+	nlused += sizeof(*a) + len;
+	return a;
+}
+
+static void nl_end(struct rt_attr *nest)
+{
+	nest->len = (uint16_t)(nlbuf + nlused - (char *)nest);
+}
+
+/* Create veth pair a (here) <-> b (in the netns peer_ns); 0 or -errno. */
+static int veth_add(const char *a, const char *b, int peer_ns)
+{
+	struct sockaddr_netlink sa = { .family = AF_NETLINK };
+	struct nl_hdr *h = (struct nl_hdr *)nlbuf;
+	struct rt_attr *li, *data, *peer;
+	struct if_info ifi = { 0 };
+	uint32_t nsfd = (uint32_t)peer_ns;
+	char reply[512];
+	ssize_t r;
+	int fd, err = -EIO;
+
+	memset(nlbuf, 0, sizeof(nlbuf));
+	h->type = RTM_NEWLINK_;
+	h->flags = NLM_F_REQUEST_ | NLM_F_ACK_ | NLM_F_CREATE_ | NLM_F_EXCL_;
+	h->seq = 1;
+	nlused = sizeof(*h);
+	memcpy(nlbuf + nlused, &ifi, sizeof(ifi));
+	nlused += sizeof(ifi);
+	if (!nl_put(IFLA_IFNAME_, a, strlen(a) + 1))
+		return -ENOSPC;
+	li = nl_put(IFLA_LINKINFO_, NULL, 0);
+	if (!li || !nl_put(IFLA_INFO_KIND_, "veth", 5))
+		return -ENOSPC;
+	data = nl_put(IFLA_INFO_DATA_, NULL, 0);
+	peer = data ? nl_put(VETH_INFO_PEER_, NULL, 0) : NULL;
+	if (!peer)
+		return -ENOSPC;
+	memcpy(nlbuf + nlused, &ifi, sizeof(ifi));
+	nlused += sizeof(ifi);
+	if (!nl_put(IFLA_IFNAME_, b, strlen(b) + 1) ||
+	    !nl_put(IFLA_NET_NS_FD_, &nsfd, sizeof(nsfd)))
+		return -ENOSPC;
+	nl_end(peer);
+	nl_end(data);
+	nl_end(li);
+	h->len = (uint32_t)nlused;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NL_ROUTE);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, nlbuf, nlused, 0, (void *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+	} else {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, 10000) == 1 &&
+		    (r = recv(fd, reply, sizeof(reply), 0)) >=
+		    (ssize_t)(sizeof(struct nl_hdr) + sizeof(int)) &&
+		    ((struct nl_hdr *)reply)->type == NLMSG_ERROR_)
+			memcpy(&err, reply + sizeof(struct nl_hdr), sizeof(int));
+	}
+	close(fd);
+	return err;
+}
+
+/* ----------------------------------------------------------- ifconfig */
+
+static int if_up(const char *name, const char *addr)
+{
+	struct ifreq ifr;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int ret = -1;
+
+	if (fd < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, addr, &sin->sin_addr);
+	if (ioctl(fd, SIOCSIFADDR, &ifr))
+		goto out;
+	inet_pton(AF_INET, "255.255.255.0", &sin->sin_addr);
+	if (ioctl(fd, SIOCSIFNETMASK, &ifr))
+		goto out;
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr))
+		goto out;
+	ifr.ifr_flags |= IFF_UP;
+	ret = ioctl(fd, SIOCSIFFLAGS, &ifr);
+out:
+	close(fd);
+	return ret;
+}
+
+/* Switch tx checksumming off; returns the setting read back (0 = off). */
+static int tx_csum_off(const char *name)
+{
+	struct ethtool_val ev = { ETHTOOL_STXCSUM_, 0 };
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int ret = -1;
+
+	if (fd < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+	ifr.ifr_data = (void *)&ev;
+	if (ioctl(fd, SIOCETHTOOL_, &ifr) == 0) {
+		ev.cmd = ETHTOOL_GTXCSUM_;
+		ev.data = 1;
+		if (ioctl(fd, SIOCETHTOOL_, &ifr) == 0)
+			ret = (int)ev.data;
+	}
+	close(fd);
+	return ret;
+}
+
+/* --------------------------------------------------------------- snmp */
+
+struct snmp {
+	long long retrans, csum_err, in_err, probes, timeouts;
+};
+
+/* The counter name of the line pair proto in file (current netns); -1. */
+static long long proto_stat(const char *file, const char *proto,
+			    const char *name)
+{
+	char names[4096], vals[4096];
+	char *n, *v, *sn, *sv;
+	FILE *f = fopen(file, "r");
+	size_t plen = strlen(proto);
+	long long val = -1;
+
+	if (!f)
+		return -1;
+	while (val < 0 && fgets(names, sizeof(names), f)) {
+		if (strncmp(names, proto, plen) || !fgets(vals, sizeof(vals), f))
+			continue;
+		for (n = strtok_r(names, " \n", &sn), v = strtok_r(vals, " \n", &sv);
+		     n && v;
+		     n = strtok_r(NULL, " \n", &sn), v = strtok_r(NULL, " \n", &sv))
+			if (!strcmp(n, name)) {
+				val = atoll(v);
+				break;
+			}
+	}
+	fclose(f);
+	return val;
+}
+
+/* TCP's error and retransmit counters of the current netns. */
+static int snmp_read(struct snmp *s)
+{
+	s->retrans = proto_stat("/proc/net/snmp", "Tcp:", "RetransSegs");
+	s->csum_err = proto_stat("/proc/net/snmp", "Tcp:", "InCsumErrors");
+	s->in_err = proto_stat("/proc/net/snmp", "Tcp:", "InErrs");
+	s->probes = proto_stat("/proc/net/netstat", "TcpExt:", "TCPLossProbes");
+	s->timeouts = proto_stat("/proc/net/netstat", "TcpExt:", "TCPTimeouts");
+	return s->retrans >= 0 && s->csum_err >= 0 && s->in_err >= 0 ? 0 : -1;
+}
+
+/*
+ * No tail loss probes in this netns: under TCG a delayed ACK can outlast
+ * the probe timeout (min 10 ms) and a probe counts as a retransmit; the
+ * retransmits this test must see at zero are the ones a bad checksum
+ * causes (drop, then RTO).
+ */
+static int no_tlp(void)
+{
+	int fd = open("/proc/sys/net/ipv4/tcp_early_retrans", O_WRONLY);
+	int ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, "0", 1) == 1;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* ----------------------------------------------------------- counters */
+
+struct cnt {
+	long long computed, cached, inval;
+};
+
+static void cnt_read(struct cnt *c)
+{
+	c->computed = sysfs_ll("/sys/kernel/zc/csum_bytes_computed");
+	c->cached = sysfs_ll("/sys/kernel/zc/csum_bytes_cached");
+	c->inval = sysfs_ll("/sys/kernel/zc/csum_invalidations");
+}
+
+static int sysfs_write(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	int ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* ------------------------------------------------------------- data */
+
+static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+#define FNV0 0xcbf29ce484222325ULL
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (unsigned char)(x >> 16);
+	}
+}
+
+static unsigned char buf[SIZE];
+
+/* ----------------------------------------------------------- receiver */
+
+/*
+ * In netns B: accept connections one after another, read each to its end,
+ * answer with the FNV-1a hash and the byte count.  A connection that
+ * brings no byte ends it.  Every wait is bounded.
+ */
+static void receiver(int l)
+{
+	static unsigned char rb[64 * 1024];
+	struct timeval tv = { 20, 0 };
+
+	for (;;) {
+		struct pollfd p = { .fd = l, .events = POLLIN };
+		uint64_t h = FNV0, reply[2];
+		long long total = 0;
+		ssize_t r;
+		int c;
+
+		if (poll(&p, 1, 60000) != 1)
+			_exit(2);
+		c = accept(l, NULL, NULL);
+		if (c < 0)
+			_exit(3);
+		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		while ((r = read(c, rb, sizeof(rb))) > 0) {
+			h = fnv(h, rb, (size_t)r);
+			total += r;
+		}
+		reply[0] = h;
+		reply[1] = (uint64_t)total;
+		if (write(c, reply, sizeof(reply)) != sizeof(reply))
+			_exit(4);
+		close(c);
+		if (!total)
+			_exit(r < 0 ? 5 : 0);
+	}
+}
+
+/* ------------------------------------------------------------- sender */
+
+/* Connect to the receiver from netns A (the current one). */
+static int connect_b(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT) };
+	struct timeval tv = { 20, 0 };
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return -1;
+	inet_pton(AF_INET, ADDR_B, &a.sin_addr);
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(s, (void *)&a, sizeof(a))) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/*
+ * cs_write the containers to a new connection; 1 if all len bytes went and
+ * the receiver's hash and count match (hash, len), else 0 with why.
+ */
+static int send_check(int n, const int *cids, uint64_t hash, long long len,
+		      char *why, size_t whylen)
+{
+	uint64_t reply[2];
+	size_t got = 0;
+	long w;
+	int s = connect_b();
+
+	if (s < 0) {
+		snprintf(why, whylen, "connect: %s", strerror(errno));
+		return 0;
+	}
+	w = cs_write(s, n, cids, NULL, NULL, 0);
+	if (w != len) {
+		snprintf(why, whylen, "cs_write %ld of %lld: %s", w, len,
+			 strerror(errno));
+		close(s);
+		return 0;
+	}
+	shutdown(s, SHUT_WR);
+	while (got < sizeof(reply)) {
+		ssize_t r = read(s, (char *)reply + got, sizeof(reply) - got);
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(s);
+	if (got != sizeof(reply)) {
+		snprintf(why, whylen, "no answer from the receiver");
+		return 0;
+	}
+	if ((long long)reply[1] != len || reply[0] != hash) {
+		snprintf(why, whylen, "receiver got %lld bytes, hash %s",
+			 (long long)reply[1], reply[0] == hash ? "ok" : "WRONG");
+		return 0;
+	}
+	return 1;
+}
+
+/* Containers with the file's first SIZE bytes (page-cache pages). */
+static int read_file(int fd, int *cids, int max)
+{
+	cs_args args = { cids, NULL, NULL, NULL, NULL };
+
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		return -1;
+	return cs_read(fd, SIZE, max, &args, 0);
+}
+
+static int sealed_memfd(unsigned seed, uint64_t *hash)
+{
+	int fd = memfd_create("t11", MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -1;
+	fill(buf, SIZE, seed);
+	*hash = fnv(FNV0, buf, SIZE);
+	if (write(fd, buf, SIZE) != SIZE ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	printf("FAIL csum-timeout: the test did not finish in time\n");
+	fflush(stdout);
+	_exit(1);
+}
+
+#define MAXC 64
+
+int main(void)
+{
+	struct snmp a0, a1, b0, b1;
+	struct cnt c0, c1, start;
+	char why[160];
+	int ns_a, ns_b, l, fd, n, i, ok, cids[MAXC];
+	long long cont0, pages0;
+	uint64_t hash;
+	pid_t rx;
+	int st;
+
+	signal(SIGALRM, on_alarm);
+	alarm(100);
+	signal(SIGPIPE, SIG_IGN);
+	if (cs_init() || NR_cs_write <= 0 || NR_cs_read <= 0) {
+		report(0, "csum-init", "no Container Shipping calls");
+		return 1;
+	}
+	cnt_read(&start);
+	CHECK("csum-sysfs", start.computed >= 0 && start.cached >= 0 &&
+	      start.inval >= 0 &&
+	      sysfs_ll("/sys/kernel/zc/csum_entries") >= 0,
+	      "csum counters missing in /sys/kernel/zc");
+	if (start.computed < 0)
+		return 1;
+	cont0 = sysfs_ll("/sys/kernel/zc/containers");
+	pages0 = sysfs_ll("/sys/kernel/zc/container_pages");
+
+	/* Two network namespaces, A (sender) and B (receiver). */
+	ok = unshare(CLONE_NEWNET) == 0;
+	ns_a = ok ? open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC) : -1;
+	ok = ok && ns_a >= 0 && unshare(CLONE_NEWNET) == 0;
+	ns_b = ok ? open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC) : -1;
+	ok = ok && ns_b >= 0 && setns(ns_a, CLONE_NEWNET) == 0;
+	CHECK("csum-netns", ok, "unshare/setns: %s", strerror(errno));
+	if (!ok)
+		return 1;
+	i = veth_add("csa", "csb", ns_b);
+	CHECK("csum-veth", i == 0, "RTM_NEWLINK veth: %s", strerror(-i));
+	if (i)
+		return 1;
+	ok = if_up("csa", ADDR_A) == 0 && tx_csum_off("csa") == 0 &&
+	     no_tlp() == 0 && snmp_read(&a0) == 0;
+	ok = ok && setns(ns_b, CLONE_NEWNET) == 0 &&
+	     if_up("csb", ADDR_B) == 0 && tx_csum_off("csb") == 0 &&
+	     no_tlp() == 0 && snmp_read(&b0) == 0;
+	CHECK("csum-txoff", ok, "addresses, tx checksumming off, no TLP, snmp: %s",
+	      strerror(errno));
+	if (!ok)
+		return 1;
+
+	/* The receiver lives in B. */
+	{
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_port = htons(PORT) };
+		int one = 1;
+
+		inet_pton(AF_INET, ADDR_B, &a.sin_addr);
+		l = socket(AF_INET, SOCK_STREAM, 0);
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		ok = l >= 0 && bind(l, (void *)&a, sizeof(a)) == 0 &&
+		     listen(l, 4) == 0;
+	}
+	CHECK("csum-listen", ok, "listen in B: %s", strerror(errno));
+	if (!ok)
+		return 1;
+	rx = fork();
+	if (rx == 0) {
+		alarm(100);
+		receiver(l);
+	}
+	close(l);
+	if (rx < 0 || setns(ns_a, CLONE_NEWNET)) {
+		report(0, "csum-fork", "%s", strerror(errno));
+		return 1;
+	}
+
+	/* 1. The same sealed memfd, sent five times. */
+	fd = sealed_memfd(1, &hash);
+	CHECK("csum-memfd", fd >= 0, "memfd/seal: %s", strerror(errno));
+	if (fd < 0)
+		goto done;
+	for (i = 0; i < 5; i++) {
+		char name[64];
+
+		cnt_read(&c0);
+		n = read_file(fd, cids, MAXC);
+		ok = n > 0 && send_check(n, cids, hash, SIZE, why, sizeof(why));
+		cnt_read(&c1);
+		snprintf(name, sizeof(name), "csum-sealed-send-%d", i + 1);
+		CHECK(name, ok, "%s", n > 0 ? why : "cs_read");
+		info("sealed send %d: computed %lld cached %lld invalidations %lld",
+		     i + 1, c1.computed - c0.computed, c1.cached - c0.cached,
+		     c1.inval - c0.inval);
+		snprintf(name, sizeof(name), "csum-sealed-software-%d", i + 1);
+		CHECK(name, (c1.computed - c0.computed) +
+		      (c1.cached - c0.cached) >= SIZE,
+		      "only %lld bytes summed on the sender (device sums?)",
+		      (c1.computed - c0.computed) + (c1.cached - c0.cached));
+		snprintf(name, sizeof(name), "csum-sealed-cached-%d", i + 1);
+		if (i == 0)
+			CHECK(name, c1.cached - c0.cached < SIZE / 8,
+			      "first send took %lld bytes from the cache",
+			      c1.cached - c0.cached);
+		else
+			CHECK(name, c1.cached - c0.cached >= SIZE / 2,
+			      "repeat took only %lld bytes from the cache",
+			      c1.cached - c0.cached);
+	}
+
+	/* 2. Other contents in another sealed memfd: summed afresh. */
+	close(fd);
+	fd = sealed_memfd(2, &hash);
+	cnt_read(&c0);
+	n = fd >= 0 ? read_file(fd, cids, MAXC) : -1;
+	ok = n > 0 && send_check(n, cids, hash, SIZE, why, sizeof(why));
+	cnt_read(&c1);
+	CHECK("csum-new-memfd-send", ok, "%s", n > 0 ? why : "memfd/cs_read");
+	CHECK("csum-new-memfd-computed",
+	      c1.computed - c0.computed >= SIZE * 7 / 8 &&
+	      c1.cached - c0.cached < SIZE / 8,
+	      "computed %lld cached %lld", c1.computed - c0.computed,
+	      c1.cached - c0.cached);
+	info("new memfd: computed %lld cached %lld", c1.computed - c0.computed,
+	     c1.cached - c0.cached);
+	if (fd >= 0)
+		close(fd);
+
+	/* 3. An unsealed file, changed between sends: never from the cache. */
+	fd = open("/tmp/t11.dat", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	cnt_read(&c0);
+	for (i = 0; fd >= 0 && i < 3; i++) {
+		char name[64];
+
+		fill(buf, SIZE, 10 + i);
+		hash = fnv(FNV0, buf, SIZE);
+		ok = pwrite(fd, buf, SIZE, 0) == SIZE;
+		n = ok ? read_file(fd, cids, MAXC) : -1;
+		ok = n > 0 && send_check(n, cids, hash, SIZE, why, sizeof(why));
+		snprintf(name, sizeof(name), "csum-file-changed-%d", i + 1);
+		CHECK(name, ok, "%s", n > 0 ? why : "write/cs_read");
+	}
+	cnt_read(&c1);
+	CHECK("csum-file-not-cached", fd >= 0 && c1.cached == c0.cached &&
+	      c1.computed - c0.computed >= 3LL * SIZE,
+	      "unsealed file: computed %lld cached %lld",
+	      c1.computed - c0.computed, c1.cached - c0.cached);
+	if (fd >= 0)
+		close(fd);
+	unlink("/tmp/t11.dat");
+
+	/*
+	 * 4. The writer's own pages: given away, recycled when the stack is
+	 * done, refilled with other bytes and sent again.  Their entries end
+	 * when they come back (csum_invalidations); a stale sum would never
+	 * get the bytes through.
+	 */
+	cnt_read(&c0);
+	for (i = 0; i < 6; i++) {
+		char name[64];
+		int k;
+
+		hash = FNV0;
+		ok = 1;
+		for (k = 0; k < 16 && ok; k++) {
+			void *p;
+
+			cids[k] = cs_alloc(SIZE / 16, &p, CS_MAPNOW);
+			ok = cids[k] >= 0;
+			if (ok) {
+				fill(p, SIZE / 16, 100 + i * 16 + k);
+				hash = fnv(hash, p, SIZE / 16);
+			}
+		}
+		ok = ok && send_check(16, cids, hash, SIZE, why, sizeof(why));
+		snprintf(name, sizeof(name), "csum-own-pages-%d", i + 1);
+		CHECK(name, ok, "%s", why);
+	}
+	cnt_read(&c1);
+	info("own pages: computed %lld cached %lld invalidations %lld",
+	     c1.computed - c0.computed, c1.cached - c0.cached,
+	     c1.inval - c0.inval);
+	CHECK("csum-own-invalidated", c1.inval > c0.inval,
+	      "no entry ended although pages were recycled (%lld)",
+	      c1.inval - c0.inval);
+
+	/*
+	 * 5. A cs_write that gives nothing away (EPIPE before the first
+	 * byte): its first page was registered, goes back to its container
+	 * and is writable again, so its entry must end.  The empty
+	 * connection also stops the receiver.
+	 */
+	{
+		long w = 0;
+		void *p = NULL;
+		int id, s = connect_b();
+
+		cnt_read(&c0);
+		id = cs_alloc(4 * 4096, &p, CS_MAPNOW);
+		if (id >= 0)
+			fill(p, 4 * 4096, 7);
+		ok = s >= 0 && id >= 0 && shutdown(s, SHUT_WR) == 0;
+		errno = 0;
+		if (ok)
+			w = cs_write(s, 1, &id, NULL, NULL, 0);
+		cnt_read(&c1);
+		CHECK("csum-epipe-kept", ok && w < 0 && errno == EPIPE &&
+		      cs_free(1, &id) == 0,
+		      "cs_write after shutdown: %ld, %s", w, strerror(errno));
+		CHECK("csum-epipe-invalidated", c1.inval - c0.inval == 1,
+		      "%lld entries ended, not 1", c1.inval - c0.inval);
+		if (s >= 0) {
+			read(s, why, sizeof(why));
+			close(s);
+		}
+	}
+
+done:
+	/* Stop the receiver if it still runs: a connection without data. */
+	n = connect_b();
+	if (n >= 0) {
+		shutdown(n, SHUT_WR);
+		read(n, why, sizeof(why));
+		close(n);
+	}
+	ok = waitpid(rx, &st, 0) == rx && WIFEXITED(st) &&
+	     WEXITSTATUS(st) == 0;
+	CHECK("csum-receiver", ok, "receiver exit status %d", st);
+
+	ok = snmp_read(&a1) == 0 && setns(ns_b, CLONE_NEWNET) == 0 &&
+	     snmp_read(&b1) == 0;
+	CHECK("csum-snmp", ok, "snmp: %s", strerror(errno));
+	info("snmp A: RetransSegs +%lld InCsumErrors +%lld InErrs +%lld; "
+	     "B: RetransSegs +%lld InCsumErrors +%lld InErrs +%lld",
+	     a1.retrans - a0.retrans, a1.csum_err - a0.csum_err,
+	     a1.in_err - a0.in_err, b1.retrans - b0.retrans,
+	     b1.csum_err - b0.csum_err, b1.in_err - b0.in_err);
+	info("A: TCPLossProbes +%lld TCPTimeouts +%lld; B: +%lld +%lld",
+	     a1.probes - a0.probes, a1.timeouts - a0.timeouts,
+	     b1.probes - b0.probes, b1.timeouts - b0.timeouts);
+	CHECK("csum-no-csum-errors", ok && a1.csum_err == a0.csum_err &&
+	      b1.csum_err == b0.csum_err && a1.in_err == a0.in_err &&
+	      b1.in_err == b0.in_err, "checksum errors on the receiving side");
+	CHECK("csum-no-retransmits", ok && a1.retrans == a0.retrans &&
+	      b1.retrans == b0.retrans, "TCP retransmitted segments");
+
+	cnt_read(&c1);
+	info("total: computed %lld cached %lld invalidations %lld",
+	     c1.computed - start.computed, c1.cached - start.cached,
+	     c1.inval - start.inval);
+
+	/* Nothing left behind: the cache empties, containers are gone. */
+	ok = sysfs_write("/sys/kernel/zc/csum_entries", "0") == 0 &&
+	     sysfs_ll("/sys/kernel/zc/csum_entries") == 0;
+	CHECK("csum-flush", ok, "csum_entries not emptied");
+	CHECK("csum-no-leak", sysfs_ll("/sys/kernel/zc/containers") == cont0 &&
+	      sysfs_ll("/sys/kernel/zc/container_pages") == pages0,
+	      "containers %lld -> %lld, pages %lld -> %lld", cont0,
+	      sysfs_ll("/sys/kernel/zc/containers"), pages0,
+	      sysfs_ll("/sys/kernel/zc/container_pages"));
+	CHECK("csum-write-1-einval",
+	      sysfs_write("/sys/kernel/zc/csum_entries", "1") < 0,
+	      "csum_entries accepted a non-zero write");
+	return test_failed;
+}
