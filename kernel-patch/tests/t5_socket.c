@@ -93,6 +93,27 @@ static void fill(int fd)
 }
 
 /*
+ * Make the TCP socket fd full for cs_write too, and return the id of a
+ * one-page container that a non-blocking cs_write refused (TCP appends a
+ * page to the last skb while that has room, even when write(2) would not,
+ * and acknowledgements in flight free room: wait for them, fill again).
+ */
+static int fill_with_container(int fd)
+{
+	int id = -1;
+
+	fill(fd);
+	usleep(200 * 1000);
+	fill(fd);
+	for (int k = 0; k < 64; k++) {
+		id = pattern_con(PG, 3, 0);
+		if (cs_write(fd, 1, &id, NULL, NULL, 0) < 0)
+			break;
+	}
+	return id;
+}
+
+/*
  * full: check EAGAIN and EINTR on a socket that takes nothing more.  Only
  * for TCP: AF_UNIX's ->sendpage() appends a page to the reader's last skb
  * without waiting for send-buffer room, so a "full" AF_UNIX socket still
@@ -149,18 +170,8 @@ static void writes(const char *kind, int sv[2], int full)
 
 	if (!full)
 		goto whole;
-	/* non-blocking and full: EAGAIN, the container stays.  Full means
-	 * that write(2) takes nothing, acknowledgements in flight have been
-	 * seen, and cs_write itself takes nothing more (TCP appends a page to
-	 * the last skb while that has room, even when write(2) would not). */
-	fill(sv[0]);
-	usleep(200 * 1000);
-	fill(sv[0]);
-	for (int k = 0; k < 64; k++) {
-		id = pattern_con(PG, 3, 0);
-		if (cs_write(sv[0], 1, &id, NULL, NULL, 0) < 0)
-			break;
-	}
+	/* non-blocking and full: EAGAIN, the container stays */
+	id = fill_with_container(sv[0]);
 	CHECK(N("write-full-eagain"), cs_write(sv[0], 1, &id, NULL, NULL, 0) < 0 &&
 	      errno == EAGAIN, "errno %d", errno);
 	CHECK(N("write-eagain-keeps"), cs_map(1, &id, &m, 0) == 0 &&
@@ -185,12 +196,7 @@ static void writes(const char *kind, int sv[2], int full)
 			if (w < 0 || attempt == 5)
 				break;
 			/* room had appeared: the page went; fill up again */
-			fill(sv[0]);
-			usleep(200 * 1000);
-			fill(sv[0]);
-			id = pattern_con(PG, 3, 0);
-			while (cs_write(sv[0], 1, &id, NULL, NULL, 0) >= 0)
-				id = pattern_con(PG, 3, 0);
+			id = fill_with_container(sv[0]);
 		}
 		if (attempt > 1)
 			info("%s: room appeared after EAGAIN %d time(s)", kind,
