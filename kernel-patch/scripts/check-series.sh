@@ -7,8 +7,9 @@
 # (git, so `git am` checks each applies as mailed), runs checkpatch on it,
 # builds the lane's configuration incrementally after each, and boots each
 # kernel under qemu with a one-line init that prints what /sys/kernel/zc
-# shows and powers off.  Not part of `make test` (about 15 minutes on two
-# cores); run it after changing the series:  make -C kernel-patch series
+# shows and reboots (qemu runs with -no-reboot, so it exits).  Not part of
+# `make test` (about 15 minutes on two cores); run it after changing the
+# series:  make -C kernel-patch series
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
@@ -18,6 +19,9 @@ CACHE=${ZC_KERNEL_CACHE:-$HOME/.cache/zcstack/kernel}
 JOBS=${ZC_KERNEL_JOBS:-2}
 work=$CACHE/series
 export ARCH=x86_64
+# The scratch tree's commits (base, then each patch by git am).
+export GIT_AUTHOR_NAME=series GIT_AUTHOR_EMAIL=series@zcstack
+export GIT_COMMITTER_NAME=series GIT_COMMITTER_EMAIL=series@zcstack
 
 [ -f "$SRC_TAR" ] || { echo "series: no $SRC_TAR (make -C kernel-patch kernel installs it)"; exit 1; }
 command -v qemu-system-x86_64 >/dev/null || { echo "series: qemu missing"; exit 1; }
@@ -34,11 +38,10 @@ cd "$tree"
 # Debian's .gitignore ignores everything at the top level.
 : > .gitignore
 git init -q
-git -c user.name=series -c user.email=series@zcstack add -A >/dev/null
-git -c user.name=series -c user.email=series@zcstack commit -q -m base
+git add -A >/dev/null
+git commit -q -m base
 
-# The boot check: print the ABI directory (empty before patch 2) and leave
-# (reboot: qemu runs with -no-reboot, so it exits).
+# The boot check: print the ABI directory (empty before patch 2) and leave.
 root=$work/root
 mkdir -p "$root"/{bin,proc,sys}
 cp "$BUSYBOX" "$root/bin/busybox"
@@ -63,7 +66,7 @@ fail=0
 for p in "$here"/patches/*.patch; do
 	n=$((n + 1))
 	name=$(basename "$p")
-	if ! git -c user.name=series -c user.email=series@zcstack am -q "$p"; then
+	if ! git am -q "$p"; then
 		echo "FAIL $name: does not apply"
 		exit 1
 	fi
