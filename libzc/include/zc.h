@@ -114,16 +114,28 @@ int zc_buf_publish(zc_buf *buf, size_t len);
  * into the zero-copy world. */
 int zc_buf_from_bytes(zc_pool *pool, const void *data, size_t len, zc_buf **out);
 
+/* A published buffer holding a copy of `len` bytes of descriptor fd from
+ * offset `off`, taken now: later changes to the file do not show in it.
+ * fd is read with pread (its offset does not move).  -ESTALE if fd has
+ * fewer bytes than off + len.  On the portable backend (and as a
+ * fallback) a buffer from `pool` (NULL = default).  On the patched kernel
+ * with IO-Lite, a kernel buffer over a sealed memfd copy: the kernel knows
+ * those pages can never change, sends them by reference and caches their
+ * transmit checksums.  For a server's cache of small files. */
+int zc_buf_snapshot(zc_pool *pool, int fd, uint64_t off, size_t len,
+		    zc_buf **out);
+
 /* Read-only view of the content (maps an imported pool on first use).
  * NULL if mapping failed. */
 const void *zc_buf_data(zc_buf *buf);
 size_t zc_buf_len(const zc_buf *buf);
 size_t zc_buf_capacity(const zc_buf *buf);
+/* The buffer's pool; NULL for a kernel IO-Lite buffer (iol_read, below). */
 zc_pool *zc_buf_pool(const zc_buf *buf);
 
 struct zc_buf_id {
-	uint64_t pool;		/* zc_pool_id() */
-	uint64_t off;		/* byte offset in the pool */
+	uint64_t pool;		/* zc_pool_id(); 0: a kernel IO-Lite buffer */
+	uint64_t off;		/* byte offset in the pool (kernel: its id) */
 	uint64_t len;		/* published length */
 	uint64_t gen;		/* changes whenever the memory is reused */
 };
@@ -237,9 +249,12 @@ int zc_agg_map(zc_agg *agg, zc_pool *pool, const void **data, size_t *len);
 /* Read up to `size` bytes from fd into an aggregate.  If *agg is NULL a new
  * aggregate is created, otherwise data is appended.  Regular files give file
  * slices (the page cache is referenced, not read); pipes and sockets are
- * read once into pool buffers.  Returns bytes read, 0 at EOF, or a negative
- * errno (-EAGAIN on an empty non-blocking descriptor, -EINTR if a signal
- * arrived before any data). */
+ * read once into pool buffers -- or, on the patched kernel with IO-Lite,
+ * into kernel buffers: read-only, mapped by the kernel, sent by reference
+ * by iol_write, never given to a forked child (release them only, there).
+ * Channels deliver the peer's buffers.  Returns bytes read, 0 at EOF, or
+ * a negative errno (-EAGAIN on an empty non-blocking descriptor, -EINTR if
+ * a signal arrived before any data). */
 ssize_t iol_read(int fd, zc_agg **agg, size_t size);
 
 /* Write the aggregate to fd with the cheapest mechanism for each (slice,

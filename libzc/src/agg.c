@@ -237,10 +237,17 @@ int zc_agg_append_mem(zc_agg *agg, const void *data, size_t len)
 	return insert(agg, &s, false);
 }
 
+/* Bytes a peer cannot be lent: borrowed memory, kernel buffers. */
+static bool unlendable(const struct zc_slice_int *s)
+{
+	return s->kind == ZC_SLICE_MEM ||
+	       (s->kind == ZC_SLICE_BUF && zc_buf_is_kernel(s->buf));
+}
+
 bool zc_agg_has_borrowed(const zc_agg *agg)
 {
 	for (size_t i = 0; i < agg->n; i++)
-		if (agg->s[agg->head + i].kind == ZC_SLICE_MEM)
+		if (unlendable(&agg->s[agg->head + i]))
 			return true;
 	return false;
 }
@@ -255,6 +262,10 @@ int zc_agg_owned_copy(const zc_agg *src, zc_agg **out)
 
 		if (s->kind == ZC_SLICE_MEM)
 			err = zc_agg_append_bytes(a, NULL, s->mem + s->off,
+						  s->len);
+		else if (unlendable(s))
+			err = zc_agg_append_bytes(a, NULL,
+						  s->buf->kaddr + s->off,
 						  s->len);
 		else
 			err = insert(a, s, false);

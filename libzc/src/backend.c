@@ -9,8 +9,13 @@
  * read from there and never compiled in: 451 is cachestat upstream since
  * 6.5, so a guessed number would call something else on a newer kernel.
  *
+ * The IO-Lite calls (iol_read, iol_write) are optional: a kernel that has
+ * them gets kernel buffers (iol_kernel.c), one without them is still a
+ * Container Shipping kernel.
+ *
  * ZC_BACKEND=portable in the environment forces the portable backend (to
- * compare the two, or to rule the kernel out while debugging).
+ * compare the two, or to rule the kernel out while debugging);
+ * ZC_IOLITE=off keeps the kernel backend but not its IO-Lite calls.
  *
  * cs.c turns the answer into the Container Shipping table it calls
  * through; this file calls no backend, so the backends may use it (the
@@ -68,6 +73,7 @@ static void kabi_probe(void)
 
 	for (int i = 0; i < ZC_KNR; i++)
 		kabi.nr[i] = -1;
+	kabi.iol_read = kabi.iol_write = -1;
 	if (force && strcmp(force, "portable") == 0)
 		return;
 	if (sysfs_long(ZC_SYSFS "/abi_version") != ZC_ABI_SUPPORTED)
@@ -77,6 +83,14 @@ static void kabi_probe(void)
 		k.nr[i] = sysfs_long(path);
 		if (k.nr[i] <= 0)
 			return;	/* a call missing: not a kernel we can use */
+	}
+	k.iol_read = k.iol_write = -1;
+	force = getenv("ZC_IOLITE");
+	if (!force || strcmp(force, "off") != 0) {
+		k.iol_read = sysfs_long(ZC_SYSFS "/syscalls/iol_read");
+		k.iol_write = sysfs_long(ZC_SYSFS "/syscalls/iol_write");
+		if (k.iol_read <= 0 || k.iol_write <= 0)
+			k.iol_read = k.iol_write = -1;
 	}
 	kabi = k;
 }

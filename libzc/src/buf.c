@@ -5,6 +5,8 @@
  * content never changes while any reference exists, which is what lets an
  * aggregate, a socket, a pipe and a peer process all share it.  Allocation
  * and recycling live in pool.c because they are page-allocator work.
+ * Kernel buffers (iol_kernel.c) have no pool: the kernel mapped them, and
+ * frees them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -61,6 +63,8 @@ const void *zc_buf_data(zc_buf *buf)
 
 	if (!buf)
 		return NULL;
+	if (zc_buf_is_kernel(buf))
+		return buf->kaddr;
 	base = zc_pool_base(buf->pool);
 	return base ? base + buf->off : NULL;
 }
@@ -88,6 +92,13 @@ void zc_buf_id(const zc_buf *buf, struct zc_buf_id *id)
 		memset(id, 0, sizeof(*id));
 		return;
 	}
+	if (zc_buf_is_kernel(buf)) {
+		id->pool = 0;		/* no pool: the kernel's id instead */
+		id->off = (uint64_t)buf->kid;
+		id->len = buf->len;
+		id->gen = buf->kgen;
+		return;
+	}
 	id->pool = buf->pool->id;
 	id->off = buf->off;
 	id->len = buf->len;
@@ -108,6 +119,10 @@ void zc_buf_release(zc_buf *buf)
 	if (!buf || atomic_fetch_sub_explicit(&buf->refs, 1,
 					      memory_order_acq_rel) != 1)
 		return;
+	if (zc_buf_is_kernel(buf)) {
+		zc_kiol_free(buf);
+		return;
+	}
 	pool = buf->pool;
 	if (atomic_load_explicit(&buf->flags, memory_order_relaxed) &
 	    ZC_BUF_FOREIGN) {

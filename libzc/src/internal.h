@@ -10,6 +10,8 @@
  *   fdkind.c     what kind of descriptor an fd is
  *   io_read.c    iol_read
  *   io_write.c   iol_write: per (slice, destination) transfer mechanism
+ *   iol_kernel.c the patched kernel's IO-Lite calls: kernel buffers
+ *   snapshot.c   zc_buf_snapshot: a file's bytes, copied once, frozen
  *   channel*.c   channels: socket handshake, descriptor rings, credits
  *                (eight files, one job each: channel_int.h has their map)
  *   cs.c         Container Shipping calls: argument checks, then the
@@ -125,6 +127,8 @@ enum {
 					 * pages may still be referenced by a
 					 * pipe or socket after release */
 	ZC_BUF_FOREIGN = 1u << 2,	/* lives in a peer's pool */
+	ZC_BUF_KERNEL = 1u << 3,	/* an IO-Lite buffer of the patched
+					 * kernel: no pool (iol_kernel.c) */
 };
 
 /* objcache.c: per-thread caches of aggregates and buffer headers.
@@ -153,7 +157,20 @@ struct zc_buf {
 	void (*on_release)(zc_buf *buf);
 	void *release_ctx;
 	uint64_t release_token;
+	/* Kernel buffers (ZC_BUF_KERNEL): the kernel's id and generation,
+	 * where it mapped the buffer (read-only), and the fork generation
+	 * that owns the id (a forked child inherits neither). */
+	int kid;
+	unsigned kfork;
+	uint64_t kgen;
+	const unsigned char *kaddr;
 };
+
+static inline bool zc_buf_is_kernel(const zc_buf *buf)
+{
+	return atomic_load_explicit(&buf->flags, memory_order_relaxed) &
+	       ZC_BUF_KERNEL;
+}
 
 static inline struct zc_buf *zc_buf_header_new(void)
 {
@@ -204,8 +221,9 @@ struct zc_slice_int {
 	size_t len;
 };
 
-/* Does the aggregate hold borrowed memory (ZC_SLICE_MEM)?  And a copy of
- * it whose borrowed bytes are in pool buffers, for paths that lend what
+/* Does the aggregate hold bytes a peer cannot be lent: borrowed memory
+ * (ZC_SLICE_MEM) or kernel buffers (which live in no pool)?  And a copy
+ * of it whose such bytes are in pool buffers, for paths that lend what
  * they send (a channel). */
 bool zc_agg_has_borrowed(const zc_agg *agg);
 int zc_agg_owned_copy(const zc_agg *src, zc_agg **out);
@@ -250,15 +268,33 @@ enum {
 	ZC_KNR_READ, ZC_KNR_WRITE, ZC_KNR
 };
 
-/* Call numbers read from /sys/kernel/zc/syscalls. */
+/* Call numbers read from /sys/kernel/zc/syscalls.  The IO-Lite calls
+ * are optional (a kernel of the series before its IO-Lite patch): -1. */
 struct zc_kabi {
 	long nr[ZC_KNR];
+	long iol_read, iol_write;
 };
 
 /* The running kernel's Container Shipping ABI, or NULL: portable backend
  * (no such kernel, an ABI version we do not speak, or ZC_BACKEND=portable).
  * Probed once per process (backend.c). */
 const struct zc_kabi *zc_kabi(void);
+
+/* ------------------------------------------------------- kernel IO-Lite */
+
+/* The running kernel has iol_read and iol_write (and libzc uses them). */
+bool zc_kiol(void);
+/* iol_read from a pipe or stream socket into kernel buffers appended to
+ * agg: bytes read, 0 at EOF, or -errno (-EOPNOTSUPP: not served here). */
+ssize_t zc_kiol_read(int fd, zc_agg *agg, size_t want);
+/* iol_write of the kernel-buffer slices s[0..n) (at most max bytes of
+ * them) to fd; *want gets the bytes asked for.  Bytes written or -errno. */
+ssize_t zc_kiol_write(int fd, const struct zc_slice_int *s, size_t n,
+		      size_t max, size_t *want);
+/* A kernel buffer over the pages of a sealed memfd: data [0, len). */
+int zc_kiol_from_sealed(int memfd, size_t len, zc_buf **out);
+/* The last reference to a kernel buffer is gone: free it in the kernel. */
+void zc_kiol_free(zc_buf *buf);
 
 /* ------------------------------------------------------------ statistics */
 

@@ -10,7 +10,17 @@
  * once -- the one copy that brings bytes into the zero-copy world -- into a
  * buffer from the default pool, which from then on is shared by reference.
  * One read(2) per call, like read(2) itself: iol_read never waits for more
- * data than the first read returns.
+ * data than the first read returns.  On the patched kernel with IO-Lite,
+ * the kernel's iol_read does the same into kernel buffers (iol_kernel.c):
+ * a pipe's pages are taken over instead of copied when the kernel can,
+ * and iol_write sends those buffers by reference without pool detaching.
+ *
+ * Regular files stay file extents on that kernel too.  The kernel's
+ * iol_read from a file would map the page-cache pages into the process
+ * (page-table work per read) to gain nothing for sending -- an extent is
+ * already sent by reference -- and its buffers follow later writes
+ * (ESTALE at iol_write), as extents do.  A frozen copy of a file is
+ * zc_buf_snapshot (snapshot.c).
  *
  * Channels deliver aggregates of the peer's buffers: descriptors, no bytes.
  *
@@ -190,7 +200,9 @@ ssize_t iol_read(int fd, zc_agg **agg, size_t size)
 		n = read_file(fd, dst, size);
 	else if (kind == ZC_FD_CHANNEL)
 		n = read_channel(fd, dst);
-	else
+	else if (kind == ZC_FD_OTHER || !zc_kiol() ||
+		 (n = zc_kiol_read(fd, dst, stream_read_size(fd, size))) ==
+		 -EOPNOTSUPP)
 		n = read_stream(fd, dst, size);
 
 	if (n < 0) {

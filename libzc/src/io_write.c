@@ -6,6 +6,7 @@
  *   small buf    sendmsg (copy)       writev (copy)  writev (copy)    writev
  *   large buf    sendfile from memfd  vmsplice       writev (copy)    writev
  *   file extent  sendfile             splice         copy_file_range  sendfile
+ *   kernel buf   iol_write (by reference)            iol_write        writev
  *
  * "Small" is below 16 KiB: copying a header costs less than what lending it
  * to the kernel costs afterwards (a detached page must be punched out of the
@@ -19,6 +20,11 @@
  * the call; on release, pool.c then punches the pages out of the memfd so
  * the kernel keeps the old pages and the next user gets fresh ones.  Never
  * add a by-reference path without the mark.
+ *
+ * Kernel IO-Lite buffers (iol_kernel.c; the patched kernel only) go by the
+ * kernel's iol_write at any size: the kernel keeps its own page references,
+ * so lending one costs no detaching, and their pages' checksums may be
+ * cached (a sealed snapshot).  To a file it writes through the page cache.
  *
  * Resumable state: after every system call the bytes it accepted are
  * trimmed from the front of the aggregate.  The aggregate itself is the
@@ -80,6 +86,7 @@ enum how {
 	HOW_VMSPLICE,		/* gather buf slices, vmsplice by reference */
 	HOW_SENDFILE_BUF,	/* one buf slice, sendfile from the memfd */
 	HOW_FILE,		/* one file slice */
+	HOW_KIOL,		/* kernel buffers, the iol_write system call */
 };
 
 static struct zc_slice_int *slice_at(zc_agg *agg, size_t i)
@@ -96,6 +103,9 @@ static enum how how_for(const struct wstate *w, const struct zc_slice_int *s)
 {
 	if (s->kind == ZC_SLICE_FILE)
 		return HOW_FILE;
+	if (s->kind == ZC_SLICE_BUF && zc_buf_is_kernel(s->buf))
+		return is_stream_socket(w) || w->kind == ZC_FD_PIPE ||
+		       w->kind == ZC_FD_FILE ? HOW_KIOL : HOW_COPY;
 	/* Borrowed memory is never lent: its owner reuses it at will. */
 	if (s->len < ZC_SMALL || s->kind == ZC_SLICE_MEM)
 		return HOW_COPY;
@@ -279,6 +289,28 @@ static ssize_t write_sendfile_buf(const struct wstate *w, zc_agg *agg,
 	return r;
 }
 
+/* The run of kernel buffers at the front, by the iol_write system call. */
+static ssize_t write_kiol_run(const struct wstate *w, zc_agg *agg,
+			      size_t *want)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	r = unix_room(w);
+	if (r)
+		return r;
+	while (n < agg->n && how_for(w, slice_at(agg, n)) == HOW_KIOL)
+		n++;
+	r = zc_kiol_write(w->fd, slice_at(agg, 0), n, ZC_CALL_MAX, want);
+	if (r > 0) {
+		if (w->kind == ZC_FD_FILE)
+			zc_stat_copy((uint64_t)r);
+		else
+			zc_stat_ref((uint64_t)r);
+	}
+	return r;
+}
+
 /* The portable fallback for file -> file and file -> odd devices. */
 static ssize_t copy_through_bounce(int fd, zc_file *f, off_t off, size_t len)
 {
@@ -410,7 +442,7 @@ static bool routine_short(const struct wstate *w, enum how how)
 	if (w->kind == ZC_FD_FILE)
 		return true;
 	return w->kind == ZC_FD_PIPE &&
-	       (how == HOW_VMSPLICE || how == HOW_FILE);
+	       (how == HOW_VMSPLICE || how == HOW_FILE || how == HOW_KIOL);
 }
 
 static ssize_t write_step(const struct wstate *w, zc_agg *agg, enum how how,
@@ -423,6 +455,8 @@ static ssize_t write_step(const struct wstate *w, zc_agg *agg, enum how how,
 		return write_vmsplice_run(w, agg, want);
 	case HOW_SENDFILE_BUF:
 		return write_sendfile_buf(w, agg, want);
+	case HOW_KIOL:
+		return write_kiol_run(w, agg, want);
 	case HOW_FILE:
 	default:
 		return write_file_slice(w, agg, want);
@@ -447,10 +481,13 @@ static bool cork_begin(const struct wstate *w, zc_agg *agg)
 	for (size_t i = 0; i + 1 < agg->n && !needed; i++) {
 		enum how how = how_for(w, slice_at(agg, i));
 
-		/* A memfd range the same sendfile continues is no "more". */
+		/* A memfd range the same sendfile continues is no "more",
+		 * nor a kernel buffer the same iol_write sends on. */
 		needed = how == HOW_FILE ||
 			 (how == HOW_SENDFILE_BUF &&
-			  !continues(w, slice_at(agg, i), slice_at(agg, i + 1)));
+			  !continues(w, slice_at(agg, i), slice_at(agg, i + 1))) ||
+			 (how == HOW_KIOL &&
+			  how_for(w, slice_at(agg, i + 1)) != HOW_KIOL);
 	}
 	if (!needed)
 		return false;

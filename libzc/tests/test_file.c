@@ -1,5 +1,7 @@
 /* test_file.c - file versions: unchanged, truncated, written, replaced by
- * rename, deleted; bad arguments. */
+ * rename, deleted; bad arguments.  Snapshots (zc_buf_snapshot): frozen
+ * bytes, sent whole after the file changed, errors, nothing leaked; on the
+ * patched kernel with IO-Lite, a kernel buffer. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -171,6 +174,175 @@ static void test_bad_args(void **state)
 	zc_file_release(NULL);
 }
 
+/* Bytes of the default pool in use (snapshots must give all back). */
+static size_t pool_in_use(void)
+{
+	struct zc_pool_stats st;
+
+	zc_pool_stats(zc_default_pool(), &st);
+	return st.bytes_in_use;
+}
+
+/* Whether this process's snapshots should be kernel buffers: the patched
+ * kernel's IO-Lite calls are there and not switched off. */
+static int kernel_snapshots(void)
+{
+	const char *iol = getenv("ZC_IOLITE");
+
+	return strcmp(zc_backend_name(), "kernel") == 0 &&
+	       access("/sys/kernel/zc/syscalls/iol_read", F_OK) == 0 &&
+	       !(iol && strcmp(iol, "off") == 0);
+}
+
+/* A file of n bytes of a pattern that depends on seed. */
+static int pattern_file(const char *name, size_t n, unsigned seed, char *path)
+{
+	unsigned char *b = malloc(n);
+	int fd;
+
+	assert_non_null(b);
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)(i * 7 + seed * 131 + (i >> 9));
+	sprintf(path, "%s/%s", dir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b, n), (ssize_t)n);
+	free(b);
+	return fd;
+}
+
+static int same_pattern(const unsigned char *p, size_t off, size_t n,
+			unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)((off + i) * 7 + seed * 131 +
+					    ((off + i) >> 9)))
+			return 0;
+	return 1;
+}
+
+static void test_snapshot(void **state)
+{
+	size_t n = 3 * 4096 + 123, used = pool_in_use();
+	struct zc_buf_id id;
+	char p[128];
+	zc_buf *b, *tail;
+	int fd;
+
+	(void)state;
+	fd = pattern_file("snap", n, 1, p);
+	assert_int_equal(zc_buf_snapshot(NULL, fd, 0, n, &b), 0);
+	assert_int_equal(zc_buf_len(b), n);
+	assert_true(same_pattern(zc_buf_data(b), 0, n, 1));
+	/* Not the file's pages: a rewrite in place and a truncation do not
+	 * show. */
+	assert_int_equal(pwrite(fd, "XXXXXXXX", 8, 4096), 8);
+	assert_int_equal(ftruncate(fd, 10), 0);
+	assert_true(same_pattern(zc_buf_data(b), 0, n, 1));
+	assert_null(zc_buf_wptr(b));
+	assert_int_equal(zc_buf_publish(b, 1), -EPERM);
+	zc_buf_id(b, &id);
+	if (kernel_snapshots()) {
+		/* The kernel's buffer: no pool, nothing taken from ours. */
+		assert_null(zc_buf_pool(b));
+		assert_int_equal(id.pool, 0);
+		assert_int_equal(pool_in_use(), used);
+	} else {
+		assert_ptr_equal(zc_buf_pool(b), zc_default_pool());
+		assert_true(pool_in_use() > used);
+	}
+	zc_buf_release(b);
+	assert_int_equal(pool_in_use(), used);
+	close(fd);
+
+	/* An offset: the bytes from there on. */
+	fd = pattern_file("snap2", n, 2, p);
+	assert_int_equal(zc_buf_snapshot(NULL, fd, 5000, n - 5000, &tail), 0);
+	assert_int_equal(zc_buf_len(tail), n - 5000);
+	assert_true(same_pattern(zc_buf_data(tail), 5000, n - 5000, 2));
+	/* The descriptor's offset did not move (pread). */
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), (off_t)n);
+	zc_buf_release(tail);
+	close(fd);
+}
+
+/* A snapshot sent by iol_write to a pipe and to a stream socket, again and
+ * again, after the file changed: every byte the one of the snapshot. */
+static void test_snapshot_send(void **state)
+{
+	size_t n = 20000, got;
+	unsigned char *in = malloc(n);
+	int fd, pfd[2], sv[2];
+	char p[128];
+	zc_buf *b;
+
+	(void)state;
+	assert_non_null(in);
+	fd = pattern_file("send", n, 3, p);
+	assert_int_equal(zc_buf_snapshot(NULL, fd, 0, n, &b), 0);
+	assert_int_equal(pwrite(fd, "changed", 7, 100), 7);
+	assert_int_equal(pipe(pfd), 0);
+	/* n fits a pipe's default 64 KiB: each round writes it whole. */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	for (int round = 0; round < 3; round++) {
+		int to[2] = { pfd[1], sv[0] }, from[2] = { pfd[0], sv[1] };
+
+		for (int k = 0; k < 2; k++) {
+			zc_agg *a;
+
+			assert_int_equal(zc_agg_create(&a), 0);
+			assert_int_equal(zc_agg_append_buf(a, b, 0, n), 0);
+			assert_int_equal(iol_write(to[k], a), (ssize_t)n);
+			assert_int_equal(zc_agg_len(a), 0);
+			zc_agg_release(a);
+			for (got = 0; got < n;) {
+				ssize_t r = read(from[k], in + got, n - got);
+
+				assert_true(r > 0);
+				got += (size_t)r;
+			}
+			assert_true(same_pattern(in, 0, n, 3));
+		}
+	}
+	/* Released while the pipe may still hold its pages: gone from
+	 * here, the bytes already read are what they were. */
+	zc_buf_release(b);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(sv[0]);
+	close(sv[1]);
+	close(fd);
+	free(in);
+}
+
+static void test_snapshot_errors(void **state)
+{
+	size_t used = pool_in_use();
+	zc_buf *b = (zc_buf *)1;
+	int fd, pfd[2];
+	char p[128];
+
+	(void)state;
+	fd = pattern_file("short", 1000, 4, p);
+	/* Shorter than asked: -ESTALE, nothing kept. */
+	assert_int_equal(zc_buf_snapshot(NULL, fd, 0, 1001, &b), -ESTALE);
+	assert_null(b);
+	assert_int_equal(zc_buf_snapshot(NULL, fd, 999, 2, &b), -ESTALE);
+	assert_int_equal(zc_buf_snapshot(NULL, fd, 5000, 1, &b), -ESTALE);
+	assert_int_equal(zc_buf_snapshot(NULL, fd, 0, 0, &b), -EINVAL);
+	assert_int_equal(zc_buf_snapshot(NULL, fd, UINT64_MAX, 1, &b), -EINVAL);
+	assert_int_equal(zc_buf_snapshot(NULL, fd, 0, 1, NULL), -EINVAL);
+	assert_int_equal(zc_buf_snapshot(NULL, -1, 0, 1, &b), -EBADF);
+	/* Not a file: pread says so. */
+	assert_int_equal(pipe(pfd), 0);
+	assert_int_equal(write(pfd[1], "abc", 3), 3);
+	assert_int_equal(zc_buf_snapshot(NULL, pfd[0], 0, 3, &b), -ESPIPE);
+	assert_int_equal(pool_in_use(), used);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(fd);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -194,6 +366,9 @@ int main(void)
 		cmocka_unit_test(test_replaced_and_deleted),
 		cmocka_unit_test(test_adopt),
 		cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_snapshot),
+		cmocka_unit_test(test_snapshot_send),
+		cmocka_unit_test(test_snapshot_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
