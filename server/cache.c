@@ -57,8 +57,8 @@ static uint64_t hash_key(unsigned site, const char *s)
  * evicted, refused admission, or replaced by a newer version -- are dropped
  * once its last response is sent (here, at the last reference; again
  * later for pages a client was still reading, page_drop.h).  A small
- * body lives in the pool only: its page-cache copy is dropped as soon as it
- * has been read (cache_prepare).  Pages still being sent are not dropped
+ * body lives in its snapshot only (a pool buffer or a sealed memfd): its
+ * page-cache copy is dropped as soon as it has been read (cache_prepare).  Pages still being sent are not dropped
  * (the kernel skips pages in use), so no response loses a byte; the bytes
  * are read again from the file if needed.  Entries freed because the
  * worker stops keep their pages: a reload's new workers find them warm.
@@ -232,32 +232,20 @@ struct cache_entry *cache_lookup(struct cache *c, unsigned site,
 	return e;
 }
 
-/* Read a small file whole into a pool buffer; NULL if it changed size. */
+/*
+ * A small file's body, copied whole (libzc's snapshot: a pool buffer, or on
+ * the patched kernel a sealed memfd whose pages the kernel sends by
+ * reference and whose checksums it caches).  NULL if it shrank meanwhile.
+ * A file rewritten while we read it may leave a mix here: its mtime
+ * changed, so the revalidation after ttl_ms drops the entry -- the same
+ * window in which a large file is sent as it is now.  No second fstat per
+ * miss to shorten it.
+ */
 static zc_buf *read_body(struct cache *c, zc_file *f, size_t size)
 {
 	zc_buf *b;
-	size_t got = 0;
 
-	if (zc_buf_alloc(c->pool, size, &b))
-		return NULL;
-	while (got < size) {
-		ssize_t n = pread(zc_file_fd(f), (char *)zc_buf_wptr(b) + got,
-				  size - got, (off_t)got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			zc_buf_release(b);
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	/* A file rewritten while we read it may leave a mix here: its mtime
-	 * changed, so the revalidation after ttl_ms drops the entry -- the
-	 * same window in which a large file is sent as it is now.  No second
-	 * fstat per miss to shorten it. */
-	zc_buf_publish(b, size);
-	return b;
+	return zc_buf_snapshot(c->pool, zc_file_fd(f), 0, size, &b) ? NULL : b;
 }
 
 
@@ -329,7 +317,7 @@ struct cache_entry *cache_prepare(struct cache *c, unsigned site,
 
 	if (e && e->v.size > 0 && (uint64_t)e->v.size <= c->cfg.small_max) {
 		e->body = read_body(c, e->file, (size_t)e->v.size);
-		if (e->body && c->cfg.owns_pages)	/* one copy: the pool's */
+		if (e->body && c->cfg.owns_pages)	/* one copy: the snapshot */
 			posix_fadvise(zc_file_fd(e->file), 0, 0,
 				      POSIX_FADV_DONTNEED);
 	}

@@ -1,7 +1,9 @@
 /*
  * cache.h - zchttpd's unified cache: path -> open file, its validators,
- * the prebuilt part of its response head, and for small files the body in
- * a pool buffer.  One cache per worker (no locks); Greedy-Dual-Size
+ * the prebuilt part of its response head, and for small files the body as
+ * a snapshot (zc_buf_snapshot: a pool buffer, or on the patched kernel a
+ * sealed memfd that the kernel sends by reference, checksums cached).
+ * One cache per worker (no locks); Greedy-Dual-Size
  * (libgds) decides what stays within the byte budget.
  *
  * Freshness: an entry is trusted for `ttl_ms` after it was last checked;
