@@ -5,12 +5,14 @@
 # from the lane's own meson tree out/meson (stage-libzc.sh configures it;
 # this builds only server/zchttpd there).  Also staged:
 #   /zchttpd/bin/tlsget     tests/zchttpd/tlsget.c, the client (OpenSSL)
+#   /zchttpd/bin/vethpair   tests/zchttpd/vethpair.c: two network
+#                           namespaces joined by veth, tx checksums off
 #   /zchttpd/ec.{crt,key}   a self-signed ECDSA P-256 certificate, made here:
 #                           TLS 1.3 and ECDHE-ECDSA-AES256-GCM-SHA384 on 1.2
 #   /zchttpd/files          the file set's names and sizes; the guest writes
 #                           the random bodies itself (a random body does not
 #                           compress, and would only grow the initramfs)
-#   /zchttpd/tests/*.sh     the guest tests (tests/zchttpd/{ktls,criu}.sh),
+#   /zchttpd/tests/*.sh     the guest tests (tests/zchttpd/{ktls,csum,criu}.sh),
 #                           which init runs; /zchttpd/common.sh their helpers
 #   criu                    /usr/sbin/criu, when ZC_STAGE_CRIU=1 (the lane
 #                           runs criu.sh then; without it criu.sh is left out
@@ -28,12 +30,15 @@ trap 'rm -f "$log"' EXIT
 nice -n 10 ninja -C "$build" server/zchttpd >"$log" 2>&1 || { tail -40 "$log"; exit 1; }
 gcc -O2 -Wall -Wextra -Werror -std=gnu11 -o "$build/tlsget" \
 	tests/zchttpd/tlsget.c -lssl -lcrypto
+gcc -O2 -Wall -Wextra -Werror -std=gnu11 -o "$build/vethpair" \
+	tests/zchttpd/vethpair.c
 
 dest=$root/zchttpd
 mkdir -p "$dest/bin" "$dest/tests" "$root/usr/sbin"
 strip -g -o "$dest/bin/zchttpd" "$build/server/zchttpd"
 strip -g -o "$dest/bin/tlsget" "$build/tlsget"
-bins=("$build/server/zchttpd" "$build/tlsget")
+strip -g -o "$dest/bin/vethpair" "$build/vethpair"
+bins=("$build/server/zchttpd" "$build/tlsget" "$build/vethpair")
 
 # A fresh key each time: nothing outside the guest trusts it.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
@@ -48,6 +53,7 @@ done > "$dest/files"
 
 install -m 644 tests/zchttpd/common.sh "$dest/common.sh"
 install -m 755 tests/zchttpd/ktls.sh "$dest/tests/ktls.sh"
+install -m 755 tests/zchttpd/csum.sh "$dest/tests/csum.sh"
 criu=
 if [ "${ZC_STAGE_CRIU:-0}" = 1 ]; then
 	# A lane that runs criu.sh fails here without criu: never a silent skip.
