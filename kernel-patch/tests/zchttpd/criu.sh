@@ -49,8 +49,11 @@ fi
 ratio() { awk -v h="$1" -v m="$2" 'BEGIN { if (h + m) printf "%.1f", 100 * h / (h + m); else print "none" }'; }
 
 # zchttpd detached from this shell (its own session, stdio to files), as
-# criu wants a tree it can take whole.
-setsid $ZH/bin/zchttpd --root $T/root \
+# criu wants a tree it can take whole.  ZC_IOLITE=off: on this kernel the
+# cache's small bodies would otherwise be kernel IO-Lite buffers, mappings
+# of kernel containers that criu cannot dump ("Unknown shit 600
+# (anon_inode:[cs_container])"); docs/deploy.md says so too.
+ZC_IOLITE=off setsid $ZH/bin/zchttpd --root $T/root \
 	--listen 127.0.0.1:$PORT --workers 1 --event epoll \
 	--tls-listen 127.0.0.1:$TPORT --tls-cert $ZH/ec.crt --tls-key $ZH/ec.key \
 	--cache-ttl 3600000 --error-log $T/error.log \
