@@ -5,7 +5,9 @@
 # The guest runs tests/*.c (static musl programs), libzc's own cmocka
 # tests (glibc, staged by stage-libzc.sh) and zchttpd's kTLS and CRIU tests
 # (glibc, staged by stage-zchttpd.sh).  ZC_GUEST_MODE=ipc runs the IPC
-# experiment instead and leaves its lines in out/ipc.txt.
+# experiment instead and leaves its lines in out/ipc.txt.  ZC_GUEST_ONLY=GLOB
+# runs only the tests whose names match (t5_socket, libzc, zchttpd-csum):
+# for working on one test, never for the lane's verdict.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,7 +72,7 @@ set +e
 timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -m "$MEM" \
 	-nographic -no-reboot -monitor none -serial stdio \
 	-kernel "$kernel" -initrd "$OUT/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 quiet slab_nomerge zc.flavour=${FLAVOUR:-normal} zc.mode=$MODE" \
+	-append "console=ttyS0 panic=-1 quiet slab_nomerge zc.flavour=${FLAVOUR:-normal} zc.mode=$MODE${ZC_GUEST_ONLY:+ zc.only=$ZC_GUEST_ONLY}" \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 	</dev/null 2>&1 | tr -d '\r' | tee "$log"
 rc=${PIPESTATUS[0]}
