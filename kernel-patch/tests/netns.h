@@ -152,18 +152,24 @@ static inline int veth_add(const char *a, const char *b, int peer_ns)
 
 /* ----------------------------------------------------------- ifconfig */
 
+/* A socket for interface ioctls, and ifr zeroed and naming name; -1. */
+static inline int ifreq_socket(struct ifreq *ifr, const char *name)
+{
+	memset(ifr, 0, sizeof(*ifr));
+	snprintf(ifr->ifr_name, IFNAMSIZ, "%s", name);
+	return socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+}
+
 /* Bring interface name up, with addr/24 unless addr is NULL (lo). */
 static inline int if_up(const char *name, const char *addr)
 {
 	struct ifreq ifr;
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = ifreq_socket(&ifr, name);
 	int ret = -1;
 
 	if (fd < 0)
 		return -1;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
 	sin->sin_family = AF_INET;
 	if (addr) {
 		inet_pton(AF_INET, addr, &sin->sin_addr);
@@ -187,13 +193,11 @@ static inline int tx_csum_off(const char *name)
 {
 	struct ethtool_val ev = { ETHTOOL_STXCSUM_, 0 };
 	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = ifreq_socket(&ifr, name);
 	int ret = -1;
 
 	if (fd < 0)
 		return -1;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
 	ifr.ifr_data = (void *)&ev;
 	if (ioctl(fd, SIOCETHTOOL_, &ifr) == 0) {
 		ev.cmd = ETHTOOL_GTXCSUM_;
