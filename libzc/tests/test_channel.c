@@ -362,6 +362,44 @@ static void test_iol_on_channel(void **state)
 	zc_pool_destroy(pool);
 }
 
+/* What iol_read got from a pipe (kernel buffers on the patched kernel with
+ * IO-Lite, which live in no pool) goes over a channel too: copied into
+ * pool buffers first, every byte the same. */
+static void test_read_data_on_channel(void **state)
+{
+	size_t len = 200 * KiB, put = 0, got = 0;
+	unsigned char *m = malloc(len);
+	zc_agg *in = NULL, *out = NULL;
+	zc_channel *a, *b;
+	int p[2];
+
+	(void)state;
+	assert_non_null(m);
+	tu_fill(m, len, 33, 0);
+	assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+	while (got < len) {
+		ssize_t n = put < len ? write(p[1], m + put, len - put) : 0;
+
+		if (n > 0)
+			put += (size_t)n;
+		n = iol_read(p[0], &in, len - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	assert_int_equal(zc_channel_pair(&a, &b), 0);
+	assert_int_equal(iol_write(zc_channel_fd(a), in), (ssize_t)len);
+	assert_int_equal(iol_read(zc_channel_fd(b), &out, len), (ssize_t)len);
+	zc_agg_release(in);	/* the copy is the peer's now */
+	check_agg(out, len, 33);
+	zc_agg_release(out);
+	zc_channel_reclaim(0);
+	zc_channel_close(a);
+	zc_channel_close(b);
+	close(p[0]);
+	close(p[1]);
+	free(m);
+}
+
 /* ------------------------------------------------------ non-blocking */
 
 static int readable(int fd, int ms)
@@ -1291,6 +1329,7 @@ int main(void)
 		cmocka_unit_test(test_kref_on_return),
 		cmocka_unit_test(test_forward),
 		cmocka_unit_test(test_iol_on_channel),
+		cmocka_unit_test(test_read_data_on_channel),
 		cmocka_unit_test(test_nonblock_recv),
 		cmocka_unit_test(test_nonblock_send_full),
 		cmocka_unit_test(test_message_longer_than_ring),

@@ -1,7 +1,9 @@
 /*
  * test_io.c - iol_read / iol_write over real descriptors.
  *
- * Every transfer pair (file extent | pool buffer | mixed aggregate) ->
+ * Every transfer pair (file extent | pool buffer | mixed aggregate | what
+ * iol_read got from pipes and sockets: on the patched kernel with IO-Lite,
+ * kernel buffers) ->
  * (TCP | pipe | file | UNIX socket | /dev/null), iol_read from every source
  * kind, and everything that goes wrong in real life: partial writes,
  * EAGAIN, EINTR, EOF, a peer that dies mid-transfer, a file that changes
@@ -35,7 +37,8 @@
 
 /* ------------------------------------------------------------- sources */
 
-enum src_kind { SRC_FILE, SRC_BUF, SRC_MIXED, SRC_SMALL, SRC_BORROWED };
+enum src_kind { SRC_FILE, SRC_BUF, SRC_MIXED, SRC_SMALL, SRC_BORROWED,
+		SRC_READ };
 
 /* An aggregate plus the bytes it must produce. */
 struct src {
@@ -108,6 +111,37 @@ static void add_mem(struct src *s, size_t len)
 	expect_add(s, m, len);
 }
 
+/* Append len bytes that iol_read takes from a new pipe or stream socket
+ * (pool buffers; kernel buffers on the patched kernel with IO-Lite), fed
+ * as the reader makes room. */
+static void add_read(struct src *s, enum tu_kind kind, size_t len)
+{
+	unsigned char *m = malloc(len);
+	size_t put = 0, got = 0;
+	int wfd = -1, rfd = -1;
+
+	assert_non_null(m);
+	tu_fill(m, len, ++s->seed, 0);
+	assert_int_equal(tu_pair(kind, &wfd, &rfd), 0);
+	tu_set_nonblock(wfd, 1);
+	while (got < len) {
+		ssize_t n = put < len ? write(wfd, m + put, len - put) : 0;
+
+		assert_true(n >= 0 || errno == EAGAIN);
+		if (n > 0)
+			put += (size_t)n;
+		if (put == got)
+			continue;
+		n = iol_read(rfd, &s->agg, len - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	expect_add(s, m, len);
+	free(m);
+	close(wfd);
+	close(rfd);
+}
+
 static void src_make(struct src *s, enum src_kind kind)
 {
 	memset(s, 0, sizeof(*s));
@@ -143,6 +177,15 @@ static void src_make(struct src *s, enum src_kind kind)
 		add_mem(s, 1);
 		add_file(s, 0, 17, 0);
 		add_mem(s, 5000);
+		break;
+	case SRC_READ:
+		add_read(s, TU_UNIX, 137);		/* a request head */
+		add_read(s, TU_PIPE, 300 * KiB);	/* pages of a pipe */
+		add_file(s, 333, 200 * KiB, 5);
+		add_read(s, TU_TCP, 5000);
+		add_buf(s, 1, 5000, 9);
+		add_read(s, TU_UNIX, 70 * KiB);
+		add_read(s, TU_PIPE, 1);
 		break;
 	}
 	assert_int_equal(zc_agg_len(s->agg), s->len);
@@ -260,7 +303,8 @@ static void test_pair(void **state)
 		uint64_t lent = after.bytes_by_reference -
 				before.bytes_by_reference;
 
-		assert_true(lent >= (c->src == SRC_MIXED ? s.len / 2 : s.len));
+		assert_true(lent >= (c->src == SRC_MIXED || c->src == SRC_READ
+				     ? s.len / 2 : s.len));
 	}
 	if (s.big) {
 		/* ...and every buffer lent to the kernel is marked so. */
@@ -628,6 +672,7 @@ static void test_partial_pipe(void **state)
 	(void)state;
 	partial_writes(TU_PIPE, SRC_MIXED);
 	partial_writes(TU_PIPE, SRC_SMALL);
+	partial_writes(TU_PIPE, SRC_READ);
 }
 
 static void test_partial_unix(void **state)
@@ -635,6 +680,7 @@ static void test_partial_unix(void **state)
 	(void)state;
 	partial_writes(TU_UNIX, SRC_MIXED);
 	partial_writes(TU_UNIX, SRC_SMALL);
+	partial_writes(TU_UNIX, SRC_READ);
 }
 
 static void test_partial_tcp(void **state)
@@ -642,6 +688,7 @@ static void test_partial_tcp(void **state)
 	(void)state;
 	partial_writes(TU_TCP, SRC_MIXED);
 	partial_writes(TU_TCP, SRC_SMALL);
+	partial_writes(TU_TCP, SRC_READ);
 }
 
 /* ----------------------------------------------------------------- EAGAIN */
@@ -691,11 +738,11 @@ static void test_eagain(void **state)
 {
 	static const enum tu_kind kinds[] = { TU_PIPE, TU_UNIX, TU_TCP };
 	static const enum src_kind srcs[] = { SRC_FILE, SRC_BUF, SRC_SMALL,
-					      SRC_MIXED };
+					      SRC_MIXED, SRC_READ };
 
 	(void)state;
 	for (size_t k = 0; k < 3; k++)
-		for (size_t i = 0; i < 4; i++)
+		for (size_t i = 0; i < 5; i++)
 			eagain_case(kinds[k], srcs[i]);
 }
 
@@ -798,6 +845,8 @@ static void test_eintr_pipe(void **state)
 	eintr_case(TU_PIPE, SRC_SMALL, 0);
 	eintr_case(TU_PIPE, SRC_MIXED, 0);	/* partial */
 	eintr_case(TU_PIPE, SRC_BUF, 0);
+	eintr_case(TU_PIPE, SRC_READ, 1);
+	eintr_case(TU_PIPE, SRC_READ, 0);
 }
 
 static void test_eintr_unix(void **state)
@@ -806,6 +855,8 @@ static void test_eintr_unix(void **state)
 	eintr_case(TU_UNIX, SRC_BUF, 1);	/* sendfile from memfd */
 	eintr_case(TU_UNIX, SRC_SMALL, 0);	/* sendmsg */
 	eintr_case(TU_UNIX, SRC_MIXED, 0);
+	eintr_case(TU_UNIX, SRC_READ, 1);
+	eintr_case(TU_UNIX, SRC_READ, 0);
 }
 
 static void test_eintr_tcp(void **state)
@@ -813,11 +864,12 @@ static void test_eintr_tcp(void **state)
 	(void)state;
 	eintr_case(TU_TCP, SRC_FILE, 1);	/* sendfile */
 	eintr_case(TU_TCP, SRC_MIXED, 0);
+	eintr_case(TU_TCP, SRC_READ, 0);
 }
 
 /* ------------------------------------------------------------ peer death */
 
-static void peer_death(enum tu_kind kind)
+static void peer_death(enum tu_kind kind, enum src_kind sk)
 {
 	struct src s;
 	size_t total = 0;
@@ -825,7 +877,7 @@ static void peer_death(enum tu_kind kind)
 	pid_t pid;
 	ssize_t n;
 
-	src_make(&s, SRC_MIXED);
+	src_make(&s, sk);
 	/* Make it big enough that the peer cannot swallow it all. */
 	for (int i = 0; i < 8; i++) {
 		add_buf(&s, 0, MiB, 0);
@@ -863,9 +915,33 @@ static void peer_death(enum tu_kind kind)
 static void test_peer_death(void **state)
 {
 	(void)state;
-	peer_death(TU_PIPE);
-	peer_death(TU_UNIX);
-	peer_death(TU_TCP);
+	peer_death(TU_PIPE, SRC_MIXED);
+	peer_death(TU_UNIX, SRC_MIXED);
+	peer_death(TU_TCP, SRC_MIXED);
+	peer_death(TU_TCP, SRC_READ);
+}
+
+/* A forked child that releases what it inherited from iol_read frees
+ * nothing of the parent's (kernel buffers: the ids are the parent's;
+ * pool buffers: the pool is), and the parent then sends it whole. */
+static void test_read_fork(void **state)
+{
+	struct src s;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	src_make(&s, SRC_READ);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		zc_agg_release(s.agg);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	send_stream(&s, DST_TCP);
+	src_free(&s);
 }
 
 /* ---------------------------------------------- files changed under us */
@@ -1101,6 +1177,9 @@ static const struct pair_case pairs[] = {
 	PAIR(SRC_MIXED, DST_NULL),
 	PAIR(SRC_SMALL, DST_TCP), PAIR(SRC_SMALL, DST_PIPE),
 	PAIR(SRC_SMALL, DST_UNIX), PAIR(SRC_SMALL, DST_FILE),
+	PAIR(SRC_READ, DST_TCP), PAIR(SRC_READ, DST_PIPE),
+	PAIR(SRC_READ, DST_UNIX), PAIR(SRC_READ, DST_FILE),
+	PAIR(SRC_READ, DST_NULL),
 };
 
 /* Named like the pair, so a failure says which one. */
@@ -1129,6 +1208,11 @@ int main(void)
 		PAIR_TEST(16, "small_to_pipe"),
 		PAIR_TEST(17, "small_to_unix"),
 		PAIR_TEST(18, "small_to_file"),
+		PAIR_TEST(19, "read_to_tcp"),
+		PAIR_TEST(20, "read_to_pipe"),
+		PAIR_TEST(21, "read_to_unix"),
+		PAIR_TEST(22, "read_to_file"),
+		PAIR_TEST(23, "read_to_devnull"),
 		cmocka_unit_test(test_append_destination),
 		cmocka_unit_test(test_borrowed_memory),
 		cmocka_unit_test(test_small_slices_copied),
@@ -1147,6 +1231,7 @@ int main(void)
 		cmocka_unit_test(test_eintr_unix),
 		cmocka_unit_test(test_eintr_tcp),
 		cmocka_unit_test(test_peer_death),
+		cmocka_unit_test(test_read_fork),
 		cmocka_unit_test(test_stale_extent),
 		cmocka_unit_test(test_stale_midway),
 		cmocka_unit_test(test_trusted_extents),
