@@ -33,7 +33,6 @@ mkfiles $T/root
 : > $CLI
 
 zc() { cat /sys/kernel/zc/$1; }
-in_srv() { nsenter --net=$SRV "$@"; }
 in_cli() { nsenter --net=$CLI "$@"; }
 
 # errs NS: RetransSegs InCsumErrors InErrs of TCP in that namespace.
@@ -47,7 +46,9 @@ errs() {
 total=$(awk '{ s += $2 } END { print s }' $ZH/files)
 
 start() { # [env assignments for zchttpd]
-	in_srv env "$@" $ZH/bin/zchttpd --root $T/root --listen $A:$PORT \
+	# nsenter itself, not a shell function: $! must be zchttpd (nsenter
+	# execs it), not a subshell, which SIGTERM would leave behind.
+	nsenter --net=$SRV env "$@" $ZH/bin/zchttpd --root $T/root --listen $A:$PORT \
 		--workers 1 --cache-small-max 1m --cache-ttl $TTL \
 		--error-log $T/error.log </dev/null >$T/out.log 2>&1 &
 	pid=$!
@@ -125,6 +126,8 @@ if start; then
 	done
 	echo "INFO csum-invalidations: +$(( $(zc csum_invalidations) - inv0 ))"
 	check csum-stop "zchttpd did not stop on SIGTERM" stop $pid
+	check csum-stopped "something still listens on $A:$PORT" \
+		sh -c "! nsenter --net=$SRV netstat -ltn | grep -q $A:$PORT"
 else
 	bad "csum-start: zchttpd did not answer"
 fi
