@@ -2,7 +2,8 @@
  * IO-Lite: iol_read and iol_write on pipes, files, AF_UNIX and TCP
  * sockets; generations and ESTALE; the file-change rule (a buffer that
  * shares the page cache becomes stale when the file is written or
- * truncated); read-only mappings; argument checks; the IO-Lite counters.
+ * truncated); read-only mappings; argument checks; the IO-Lite counters;
+ * non-blocking pipes and sockets take what fits, as write(2) does.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -378,6 +379,93 @@ static void sockets(void)
 	close(l);
 }
 
+/* The slices of s[0..n) after their first skip bytes, into rest. */
+static long slices_after(const struct iol_slice *s, long n, size_t skip,
+			 struct iol_slice *rest)
+{
+	long k = 0;
+
+	for (long i = 0; i < n; i++) {
+		if (skip >= s[i].len) {
+			skip -= s[i].len;
+			continue;
+		}
+		rest[k] = s[i];
+		rest[k].off += skip;
+		rest[k].len -= skip;
+		skip = 0;
+		k++;
+	}
+	return k;
+}
+
+/*
+ * Non-blocking destinations take what fits and return the count, -EAGAIN
+ * only when nothing fits; the bytes sent and the rest sent later are
+ * exact.  (cs_write gives a container whole or not at all; a buffer stays
+ * the writer's, so iol_write need not.)
+ */
+static void nonblocking(void)
+{
+	struct iol_slice s[4], rest[4];
+	int fd = make_file("/tmp/iolnb", BIG), q[2], sv[2], small = 4096;
+	size_t total = 0, sent;
+	long n, w, w2;
+	pid_t pid;
+	int st = -1;
+
+	n = iol_read_n(fd, s, 4, BIG);
+	for (long i = 0; i < n; i++)
+		total += s[i].len;
+	if (n < 1 || total != BIG || pipe2(q, O_NONBLOCK) ||
+	    fcntl(q[1], F_SETPIPE_SZ, PG) < 0) {
+		report(0, "iol-nonblock-setup", "n=%ld %s", n, strerror(errno));
+		return;
+	}
+	/* A one-page pipe: one page segment of the 17, then full. */
+	w = iol_write(q[1], s, n, 0);
+	w2 = iol_write(q[1], s, n, 0);
+	CHECK("iol-nonblock-pipe-partial", w > 0 && w <= PG &&
+	      w2 == -1 && errno == EAGAIN, "w=%ld then %ld %s", w, w2,
+	      strerror(errno));
+	CHECK("iol-nonblock-pipe-exact", w > 0 && drain_equal(q[0], (size_t)w),
+	      "differs");
+	close(q[0]);
+	close(q[1]);
+
+	/* A UNIX socket with small buffers and no reader yet: part of it,
+	 * at once (not a wait for room until all went). */
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ||
+	    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)) ||
+	    setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) ||
+	    fcntl(sv[0], F_SETFL, O_NONBLOCK)) {
+		report(0, "iol-nonblock-unix-setup", "%s", strerror(errno));
+		iol_free(s, n);
+		return;
+	}
+	alarm(20);	/* a wait for room would never end */
+	w = iol_write(sv[0], s, n, 0);
+	alarm(0);
+	CHECK("iol-nonblock-unix-partial", w > 0 && (size_t)w < total,
+	      "w=%ld of %zu %s", w, total, strerror(errno));
+	/* The rest, blocking, while a reader checks every byte. */
+	sent = w > 0 ? (size_t)w : 0;
+	pid = reader(sv[1], BIG);
+	fcntl(sv[0], F_SETFL, 0);
+	w2 = iol_write(sv[0], rest, slices_after(s, n, sent, rest), 0);
+	waitpid(pid, &st, 0);
+	CHECK("iol-nonblock-unix-rest-exact",
+	      sent + (size_t)(w2 > 0 ? w2 : 0) == total &&
+	      WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "sent %zu then %ld of %zu, status %#x %s", sent, w2, total, st,
+	      strerror(errno));
+	close(sv[0]);
+	close(sv[1]);
+	iol_free(s, n);
+	close(fd);
+	unlink("/tmp/iolnb");
+}
+
 /* A file buffer to a file: through the page cache (a copy). */
 static void to_file(void)
 {
@@ -605,6 +693,7 @@ int main(void)
 	file_change();
 	pipe_round_trip();
 	sockets();
+	nonblocking();
 	to_file();
 	estale();
 	not_a_buffer();
