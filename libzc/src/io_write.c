@@ -289,7 +289,11 @@ static ssize_t write_sendfile_buf(const struct wstate *w, zc_agg *agg,
 	return r;
 }
 
-/* The run of kernel buffers at the front, by the iol_write system call. */
+/*
+ * The run of kernel buffers at the front, by the iol_write system call,
+ * which takes what a non-blocking pipe or socket has room for, as
+ * write(2) does.
+ */
 static ssize_t write_kiol_run(const struct wstate *w, zc_agg *agg,
 			      size_t *want)
 {
