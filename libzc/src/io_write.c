@@ -445,8 +445,10 @@ static bool routine_short(const struct wstate *w, enum how how)
 {
 	if (w->kind == ZC_FD_FILE)
 		return true;
+	/* Not HOW_KIOL: the kernel's iol_write into a blocking pipe waits for
+	 * room until everything went, so its short count means a signal. */
 	return w->kind == ZC_FD_PIPE &&
-	       (how == HOW_VMSPLICE || how == HOW_FILE || how == HOW_KIOL);
+	       (how == HOW_VMSPLICE || how == HOW_FILE);
 }
 
 static ssize_t write_step(const struct wstate *w, zc_agg *agg, enum how how,
