@@ -18,26 +18,8 @@
 static int copy_file_bytes(zc_file *f, uint64_t off, void *dst, size_t len)
 {
 	int err = zc_file_check(f);
-	unsigned char *p = dst;
 
-	if (err)
-		return err;
-	while (len) {
-		ssize_t n = pread(f->fd, p, len, (off_t)off);
-
-		zc_stat_call();
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ESTALE;	/* truncated since the check */
-		zc_stat_copy((uint64_t)n);
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return err ? err : zc_pread_exact(f->fd, off, dst, len);
 }
 
 ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len)

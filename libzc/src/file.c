@@ -175,3 +175,25 @@ void zc_file_release(zc_file *file)
 	free(file->path);
 	free(file);
 }
+
+int zc_pread_exact(int fd, uint64_t off, void *dst, size_t len)
+{
+	unsigned char *p = dst;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		zc_stat_call();
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ESTALE;	/* the file ends before off + len */
+		zc_stat_copy((uint64_t)n);
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}

@@ -4,7 +4,7 @@
  * Module map (one job each):
  *   pool.c       pools: memfd, sealing, page allocator, recycling, import
  *   buf.c        buffers: reference counts, publish, generations, release
- *   file.c       files: version capture and checks
+ *   file.c       files: version capture and checks, exact preads
  *   agg.c        aggregates: slice vector operations
  *   agg_map.c    zc_agg_map / zc_agg_copyout
  *   fdkind.c     what kind of descriptor an fd is
@@ -207,6 +207,10 @@ struct zc_file {
 	char *path;		/* NULL for zc_file_from_fd */
 	struct zc_file_version v;
 };
+
+/* Read exactly len bytes of fd at off (pread: the offset does not move):
+ * 0, -ESTALE if the file ends first, or -errno.  Counted as copied. */
+int zc_pread_exact(int fd, uint64_t off, void *dst, size_t len);
 
 /* ------------------------------------------------------------- aggregates */
 

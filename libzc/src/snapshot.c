@@ -44,29 +44,19 @@
 static int snapshot_pool(zc_pool *pool, int fd, uint64_t off, size_t len,
 			 zc_buf **out)
 {
-	size_t got = 0;
 	zc_buf *b;
 	int err = zc_buf_alloc(pool, len, &b);
 
-	if (err)
+	if (!err)
+		err = zc_pread_exact(fd, off, zc_buf_wptr(b), len);
+	if (!err)
+		err = zc_buf_publish(b, len);
+	if (err) {
+		zc_buf_release(b);
 		return err;
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)zc_buf_wptr(b) + got, len - got,
-				  (off_t)(off + got));
-
-		zc_stat_call();
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n == 0 ? -ESTALE : -errno;
-			zc_buf_release(b);
-			return err;
-		}
-		got += (size_t)n;
 	}
-	zc_stat_copy(len);
 	*out = b;
-	return zc_buf_publish(b, len);
+	return 0;
 }
 
 static int snapshot_sealed(int fd, uint64_t off, size_t len, zc_buf **out)
