@@ -49,9 +49,12 @@
  * refresh: the entry keeps its H, and may return below L; evicting it then
  * leaves L where it is (L never decreases).
  *
- * Threads.  A struct gds belongs to one thread: the intended use is one
- * cache per worker (zchttpd runs one event loop per core), so no locks are
- * taken.  Callers sharing one cache between threads serialise every call.
+ * Threads and processes.  libgds takes no locks: callers sharing one cache
+ * between threads or processes serialise every call.  zchttpd keeps one
+ * cache for all its worker processes in a shared mapping, under a
+ * process-shared lock: gds_init_in puts the heap in memory the caller
+ * provides, and the pointers it holds (entries, heap, callback argument)
+ * mean the same in every process that inherited the mapping by fork.
  *
  * Errors are negative errno values; nothing aborts on bad input.
  */
@@ -136,6 +139,7 @@ struct gds {			/* opaque in spirit: use the functions */
 	bool compete;
 	gds_evict_fn evict;
 	void *evict_arg;
+	bool heap_owned;	/* gds_init allocated it; gds_init_in: no */
 	struct gds_stats st;
 };
 
@@ -182,6 +186,12 @@ static inline void gds_policy_apply(const struct gds_policy *p,
 /* Allocates the heap (the only allocation).  -EINVAL on a zero budget or
  * max_entries, or a bad cost; -ENOMEM. */
 int gds_init(struct gds *c, const struct gds_config *cfg);
+
+/* The same with the heap in the caller's memory: `heap` holds
+ * gds_heap_bytes(cfg->max_entries) bytes, pointer-aligned, and outlives
+ * the cache (gds_destroy leaves it alone).  Nothing is allocated. */
+size_t gds_heap_bytes(uint32_t max_entries);
+int gds_init_in(struct gds *c, const struct gds_config *cfg, void *heap);
 
 /* Frees the heap.  Entries are forgotten, not evicted: no callbacks. */
 void gds_destroy(struct gds *c);

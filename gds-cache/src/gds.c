@@ -151,7 +151,7 @@ static void touch(struct gds *c, struct gds_entry *e)
 	e->seq = ++c->seq;
 }
 
-int gds_init(struct gds *c, const struct gds_config *cfg)
+static int init(struct gds *c, const struct gds_config *cfg)
 {
 	if (!c || !cfg || cfg->budget == 0 || cfg->max_entries == 0 ||
 	    cfg->max_entries >= GDS_IDX_PINNED ||
@@ -166,17 +166,43 @@ int gds_init(struct gds *c, const struct gds_config *cfg)
 		.evict = cfg->evict,
 		.evict_arg = cfg->evict_arg,
 	};
-	/* One slot more than max_entries: a competing newcomer is pushed
-	 * before the eviction that makes its slot. */
-	c->heap = calloc((size_t)cfg->max_entries + 1, sizeof(*c->heap));
+	return 0;
+}
+
+/* One slot more than max_entries: a competing newcomer is pushed before
+ * the eviction that makes its slot. */
+size_t gds_heap_bytes(uint32_t max_entries)
+{
+	return ((size_t)max_entries + 1) * sizeof(struct gds_entry *);
+}
+
+int gds_init(struct gds *c, const struct gds_config *cfg)
+{
+	int err = init(c, cfg);
+
+	if (err)
+		return err;
+	c->heap = calloc(1, gds_heap_bytes(cfg->max_entries));
+	c->heap_owned = true;
 	return c->heap ? 0 : -ENOMEM;
+}
+
+int gds_init_in(struct gds *c, const struct gds_config *cfg, void *heap)
+{
+	int err = heap ? init(c, cfg) : -EINVAL;
+
+	if (err)
+		return err;
+	c->heap = heap;
+	return 0;
 }
 
 void gds_destroy(struct gds *c)
 {
 	if (!c)
 		return;
-	free(c->heap);
+	if (c->heap_owned)
+		free(c->heap);
 	c->heap = NULL;
 	c->n = 0;
 }

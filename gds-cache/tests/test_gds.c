@@ -666,6 +666,35 @@ static void test_policy_table(void **state)
 	assert_string_equal(gds_policy_names(buf, 8, ", "), "gds1, g");
 }
 
+/* gds_init_in: the heap lives in the caller's memory (zchttpd's shared
+ * mapping); the same sequence as test_gds1_sequence, and gds_destroy does
+ * not free what it did not allocate (ASan would say so). */
+static void test_heap_in_caller_memory(void **state)
+{
+	struct gds_config cfg = { .budget = 10, .max_entries = 26,
+				  .cost = GDS_COST_ONE, .evict = record,
+				  .evict_arg = &evicted };
+	struct gds_entry *heap[27];
+	struct gds c;
+
+	(void)state;
+	assert_int_equal(gds_heap_bytes(26), sizeof(heap));
+	assert_int_equal(gds_init_in(&c, &cfg, NULL), -EINVAL);
+	memset(&evicted, 0, sizeof(evicted));
+	for (int i = 0; i < 26; i++)
+		gds_entry_init(&objs[i].e);
+	assert_int_equal(gds_init_in(&c, &cfg, heap), 0);
+	assert_int_equal(ins(&c, 'A', 2), GDS_OK);
+	assert_int_equal(ins(&c, 'B', 4), GDS_OK);
+	assert_int_equal(ins(&c, 'C', 5), GDS_OK);
+	assert_string_equal(evicted.seq, "B");
+	/* The root of the caller's heap is the next victim: C (H .45). */
+	assert_ptr_equal(heap[0], &O('C')->e);
+	assert_ptr_equal(gds_peek_victim(&c), &O('C')->e);
+	gds_destroy(&c);
+	assert_ptr_equal(c.heap, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -686,6 +715,7 @@ int main(void)
 		cmocka_unit_test(test_compete_max_entries),
 		cmocka_unit_test(test_cost_size_is_lru),
 		cmocka_unit_test(test_policy_table),
+		cmocka_unit_test(test_heap_in_caller_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
