@@ -55,11 +55,39 @@ struct master {
 	pid_t pids[ZCHTTPD_MAX_WORKERS];	/* current generation */
 	pid_t old[4 * ZCHTTPD_MAX_WORKERS];	/* stopping generations */
 	struct stats_area *stats;
+	struct cache_zone *zone;	/* the current generation's cache */
 	struct fcgi_spawner *spawner;	/* --fastcgi-spawn processes */
 	bool stopping;
 	time_t restart_window;
 	int restarts;
 };
+
+/* The cache a generation of workers shares (cache.h), mapped here before
+ * they are forked.  A reload's generation gets a new one: its sites, and
+ * so its keys and root descriptors, may differ. */
+static struct cache_zone *new_zone(const struct zh_config *c, int nworkers)
+{
+	struct cache_config cc = {
+		.budget = c->cache_bytes,
+		.max_entries = c->cache_entries,
+		.small_max = c->cache_small_max,
+		.copy_max = c->cache_copy_max,
+		.ttl_ms = c->cache_ttl_ms,
+		.policy = c->cache_policy,
+		.owns_pages = c->cache_owns_pages,
+		.nworkers = (unsigned)nworkers,
+	};
+	struct cache_zone *z;
+	int err = cache_zone_create(&cc, &z);
+
+	if (err) {
+		zh_log(ZL_ERROR, "the cache (--cache-size %llu, --cache-entries "
+		       "%u): %s", (unsigned long long)c->cache_bytes,
+		       c->cache_entries, strerror(-err));
+		return NULL;
+	}
+	return z;
+}
 
 static pid_t spawn(struct master *m, int i)
 {
@@ -97,6 +125,7 @@ static pid_t spawn(struct master *m, int i)
 	w->site_logfds = m->logfds;
 	w->stats = slot;
 	w->all_stats = m->stats;
+	w->cache_zone = m->zone;
 	w->nworkers = m->nworkers;
 	int err = worker_run(w);
 	if (err)
@@ -364,6 +393,7 @@ static bool any_alive(const struct master *m)
 
 static void reload(struct master *m)
 {
+	struct cache_zone *zone = NULL;
 	struct options o;
 	int *rootfds, *logfds;
 
@@ -383,19 +413,21 @@ static void reload(struct master *m)
 		return;
 	}
 	/* New certificates (renewed ones: the same paths) are read now. */
-	if (load_tls(&o.cfg)) {
+	if (load_tls(&o.cfg) || !(zone = new_zone(&o.cfg, m->nworkers))) {
 		zh_log(ZL_ERROR, "reload refused");
 		options_free(&o);
 		return;
 	}
 	if (fcgi_spawn_adopt(m->spawner, &o.cfg)) {
 		options_free(&o);
+		cache_zone_unmap(zone);
 		return;
 	}
 	if (open_sites(&o.cfg, m, &rootfds, &logfds)) {
 		zh_log(ZL_ERROR, "reload refused");
 		fcgi_spawn_adopt(m->spawner, &m->opt.cfg);	/* back */
 		options_free(&o);
+		cache_zone_unmap(zone);
 		return;
 	}
 	if (open_error_log(&o.cfg, m->opt.cfg.error_log)) {
@@ -404,6 +436,7 @@ static void reload(struct master *m)
 		close_sites(o.cfg.nsites, rootfds, logfds);
 		fcgi_spawn_adopt(m->spawner, &m->opt.cfg);	/* back */
 		options_free(&o);
+		cache_zone_unmap(zone);
 		return;
 	}
 	/* The old generation keeps its own copies until it exits. */
@@ -412,6 +445,11 @@ static void reload(struct master *m)
 	m->logfds = logfds;
 	options_free(&m->opt);
 	m->opt = o;
+	/* Before the fork, or the new workers would inherit the old cache
+	 * and keep its memory as long as they live; the old ones keep their
+	 * own mapping until they exit. */
+	cache_zone_unmap(m->zone);
+	m->zone = zone;
 	announce_sites(m);
 	for (int i = 0; i < m->nworkers; i++) {
 		pid_t old = m->pids[i];
@@ -440,6 +478,8 @@ static void reap(struct master *m)
 			if (m->pids[i] != pid)
 				continue;
 			m->pids[i] = 0;
+			/* Before its successor takes the same pin row. */
+			cache_zone_worker_gone(m->zone, (unsigned)i);
 			if (m->stopping)
 				break;
 			zh_log(ZL_ERROR, "worker %d (pid %d) %s %d; "
@@ -591,6 +631,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	announce_sites(&m);
+	m.zone = new_zone(&m.opt.cfg, m.nworkers);
+	if (!m.zone)
+		return 1;
 	/* After --user: the applications run as the workers do. */
 	if (fcgi_spawn_start(&m.opt.cfg, (unsigned)m.nworkers, &m.spawner)) {
 		fcgi_spawn_stop(m.spawner);

@@ -62,9 +62,14 @@ void options_usage(FILE *f)
 "  --max-header-bytes N       bytes of header fields (default 16384; more: 431)\n"
 "  --max-body SIZE            largest request body (default 1m; more: 413);\n"
 "                             only FastCGI applications take bodies\n"
-"  --cache-size BYTES         unified cache budget per worker (default 256M)\n"
+"  --cache-size BYTES         unified cache budget, one cache shared by every\n"
+"                             worker (default 256M)\n"
+"  --cache-entries N          files the cache describes at most (default 16384)\n"
 "  --cache-ttl MS             revalidate cached files after this (default 1000)\n"
-"  --cache-small-max BYTES    keep bodies up to this in memory (default 64k)\n"
+"  --cache-small-max BYTES    keep bodies up to this in memory, from their second\n"
+"                             request on (default 64k)\n"
+"  --cache-copy-max BYTES     send bodies held in memory up to this by copy, larger\n"
+"                             ones by sendfile (default 16k; docs/bench-static.md)\n"
 "  --cache-policy NAME        replacement policy: %s\n"
 "                             (default " DEFAULT_CACHE_POLICY ": GDSF, newcomers compete;\n"
 "                             docs/gds-cache.md)\n"
@@ -128,6 +133,8 @@ void options_defaults(struct options *o)
 	o->cfg.cache_bytes = 256ull << 20;
 	o->cfg.cache_ttl_ms = 1000;
 	o->cfg.cache_small_max = 64u << 10;
+	o->cfg.cache_copy_max = 16u << 10;
+	o->cfg.cache_entries = 16384;
 	o->cfg.cache_owns_pages = false;
 	o->cfg.cache_policy = gds_policy_find(DEFAULT_CACHE_POLICY);
 	o->cfg.io_threads = 2;
@@ -505,6 +512,13 @@ static int apply(struct options *o, const char *name, const char *val,
 		if (parse_size(val, &n) || n > (64u << 20))
 			goto bad;
 		c->cache_small_max = n;
+	} else if (!strcmp(name, "cache-copy-max")) {
+		NEED_VAL();
+		if (parse_size(val, &n) || n > (64u << 20))
+			goto bad;
+		c->cache_copy_max = n;
+	} else if (!strcmp(name, "cache-entries")) {
+		NUM_NONZERO(cache_entries, 1u << 22);
 	} else if (!strcmp(name, "cache-policy")) {
 		NEED_VAL();
 		c->cache_policy = gds_policy_find(val);

@@ -1,31 +1,30 @@
 /*
- * static.c - answering GET and HEAD from the document root.
+ * static.c - answering GET and HEAD from the document root, through the
+ * unified cache (cache.h).
  *
- * The response is an aggregate: one small head buffer, then the body as a
- * file extent.  iol_write turns the extent into sendfile, so the file's
- * bytes go from the page cache to the socket without passing through user
- * space.
+ * The response is an aggregate: the head, then the body as the cache's
+ * memory (small files asked for before) or a file extent, which iol_write
+ * turns into sendfile, so the file's bytes go from the page cache to the
+ * socket without passing through user space.
  *
- * Path safety is layered: uri_normalize_path() removes dot-segments and
- * refuses anything that climbs above the root; then the kernel resolves the
- * name with openat2(RESOLVE_BENEATH), which also refuses symlinks (and
- * "magic" /proc links) that lead outside the root, without a check-then-use
- * race.  Without openat2 (ENOSYS) the path is walked a component at a
- * time with O_NOFOLLOW, which refuses every symlink.
- * --follow-symlinks-outside turns the second check off.
+ * What may block is done where it costs least (Flash's AMPED, with
+ * today's kernel telling us what is in memory): a miss opens and stats its
+ * file in line when the kernel can resolve the path from the dentry cache
+ * (static_open.h), a large file is sent in line when its pages are all in
+ * the page cache, and a body is copied into the cache in line when
+ * preadv2(RWF_NOWAIT) finds it all there.  Only what would wait for the
+ * disk goes to a helper thread (diskio.h), and the request resumes when
+ * the helper is done.  Path safety: static_open.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "http_accept.h"
@@ -34,109 +33,15 @@
 #include "diskio.h"
 #include "handlers.h"
 #include "respond.h"
+#include "static_open.h"
 #include "uri.h"
 #include "zchttpd.h"
 
 #define PATH_MAX_LEN ZH_PATH_MAX
 
-static int status_for_errno(int err)
-{
-	switch (err) {
-	case ENOENT:
-	case ENOTDIR:
-		return 404;
-	case EACCES:
-	case EPERM:
-	case EXDEV:	/* RESOLVE_BENEATH: would leave the root */
-	case ELOOP:
-		return 403;
-	case ENAMETOOLONG:
-		return 414;
-	case EMFILE:
-	case ENFILE:
-	case ENOMEM:
-		return 503;
-	default:
-		return 500;
-	}
-}
-
-#define OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-
-/*
- * Where openat2 is missing (kernels before 5.6, seccomp filters that do not
- * know it, valgrind), walk the normalized path one component at a time with
- * O_NOFOLLOW: no symlink is followed at all, which is stricter than
- * RESOLVE_BENEATH (a link inside the root is refused too) but never looser.
- */
-static int open_nofollow_walk(int dirfd, const char *rel)
-{
-	char comp[NAME_MAX + 1];
-	int dfd = dirfd, fd;
-
-	for (;;) {
-		const char *slash = strchr(rel, '/');
-		size_t n = slash ? (size_t)(slash - rel) : strlen(rel);
-
-		if (n > NAME_MAX) {
-			fd = -ENAMETOOLONG;
-			break;
-		}
-		memcpy(comp, rel, n);
-		comp[n] = '\0';
-		if (!slash) {
-			fd = openat(dfd, comp, OPEN_FLAGS | O_NOFOLLOW);
-			fd = fd < 0 ? -errno : fd;
-			break;
-		}
-		fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-			    O_CLOEXEC);
-		if (fd < 0) {
-			struct stat st;
-
-			/* A symlink fails with ENOTDIR here; it is a refusal
-			 * (403) as with openat2, not a missing file (404). */
-			fd = -errno;
-			if (fd == -ENOTDIR &&
-			    fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISLNK(st.st_mode))
-				fd = -ELOOP;
-			break;
-		}
-		if (dfd != dirfd)
-			close(dfd);
-		dfd = fd;
-		rel = slash + 1;
-	}
-	if (dfd != dirfd)
-		close(dfd);
-	return fd;
-}
-
-/* Open `rel` (relative, normalized) below the root; -errno on failure. */
-static int open_beneath(const struct zh_worker *w, int dirfd, const char *rel)
-{
-	static bool no_openat2;
-	struct open_how how = {
-		.flags = OPEN_FLAGS,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd;
-
-	if (w->cfg->follow_symlinks_outside) {
-		fd = openat(dirfd, rel, OPEN_FLAGS);
-		return fd < 0 ? -errno : fd;
-	}
-	if (no_openat2)
-		return open_nofollow_walk(dirfd, rel);
-	fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-	if (fd >= 0)
-		return fd;
-	if (errno != ENOSYS)
-		return -errno;
-	no_openat2 = true;
-	return open_nofollow_walk(dirfd, rel);
-}
+/* Readahead for files sent from the page cache: done on a helper thread,
+ * so the loop's sendfile later finds the pages in memory. */
+#define READAHEAD_MAX ((size_t)4 << 20)
 
 /* Does the If-None-Match list contain our ETag (weak comparison)? */
 static bool etag_matches(const struct http_str *inm, const char *etag)
@@ -223,9 +128,249 @@ static int redirect_slash(struct zh_request *r, const struct uri_path *up)
 			  loc) ? 500 : 0;
 }
 
-/* Build the response for a cached (or private) entry.  The body is the
- * entry's buffer for small files, a file extent otherwise. */
-static int serve_entry(struct zh_request *r, struct cache_entry *e)
+
+/* What a helper thread does for a request, and what the loop does next. */
+enum job_op {
+	J_MISS,		/* open the file (and its variants), then insert */
+	J_OPEN,		/* open the file of a cached entry for this worker */
+	J_LOAD,		/* copy a cached entry's body into memory */
+};
+
+struct static_job {
+	struct disk_job dj;		/* first: diskio hands this back */
+	struct zh_request *r;		/* NULL: the request went away */
+	struct zh_worker *w;
+	enum job_op op;
+	/* The request's site (vhost.h), copied: the job outlives the
+	 * request when the client goes away. */
+	unsigned site;
+	int rootfd;
+	struct uri_path up;		/* its query points into the request
+					 * head, which a waiting request keeps */
+	uint64_t now;
+	int status;			/* 0: done; else the status */
+	/* J_OPEN, J_LOAD: the entry (a reference), the result. */
+	struct cache_entry *e;
+	int fd;				/* J_MISS, J_OPEN: opened, or -1 */
+	struct stat st;
+	int err;			/* J_LOAD's fill */
+	/* J_MISS, precompressed files (--precompressed): */
+	uint8_t pref[CACHE_NCODINGS];	/* codings the client takes, best first */
+	unsigned npref;
+	struct cache_entry *ident;	/* the identity entry when it was a hit
+					 * (a reference), to look next to */
+	unsigned variants;		/* found next to the identity file */
+	bool looked;			/* variants looked for in this job */
+	enum cache_coding vcoding;	/* the variant tried (0: none) */
+	int vfd;			/* ... opened, or -1 */
+	struct stat vst;
+	char vpath[PATH_MAX_LEN + 32];
+	char fs_path[PATH_MAX_LEN + 16];
+	char key[PATH_MAX_LEN + 2];
+	char path[PATH_MAX_LEN];
+};
+
+static int submit(struct zh_request *r, struct static_job *j);
+
+/* The best coding the client takes among `variants` (0: identity). */
+static enum cache_coding pick(const struct static_job *j, unsigned variants)
+{
+	for (unsigned i = 0; i < j->npref; i++)
+		if (variants & (1u << j->pref[i]))
+			return (enum cache_coding)j->pref[i];
+	return CACHE_IDENTITY;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Has the file behind fd (size bytes) to be read ahead on a helper before
+ * the loop may sendfile it?  Only a file larger than what the cache holds
+ * in memory, whose pages are not all in the page cache. */
+static bool wants_readahead(const struct zh_worker *w, int fd, uint64_t size)
+{
+	return size > w->cfg->cache_small_max && !static_resident(fd, size);
+}
+
+static void read_ahead(int fd, uint64_t size)
+{
+	readahead(fd, 0, size < READAHEAD_MAX ? (size_t)size : READAHEAD_MAX);
+}
+
+/* Open the variant of `fs_path` in `coding` into j->vfd; a file that is
+ * gone or not regular any more leaves it -1 (identity is served).
+ * -EAGAIN: cached_only and it would block. */
+static int open_variant(struct static_job *j, const char *fs_path,
+			enum cache_coding coding, bool cached_only)
+{
+	int fd;
+
+	j->vcoding = coding;
+	if ((size_t)snprintf(j->vpath, sizeof(j->vpath), "%s%s", fs_path,
+			     cache_codings[coding].suffix) >= sizeof(j->vpath))
+		return 0;
+	fd = static_open_beneath(j->w, j->rootfd, j->vpath, cached_only);
+	if (fd == -EAGAIN)
+		return -EAGAIN;
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &j->vst) < 0 || !S_ISREG(j->vst.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	j->vfd = fd;
+	return 0;
+}
+
+/*
+ * The opening half of a miss (of the file, or of its precompressed
+ * variant next to a cached identity entry): descriptors and stats, no
+ * cache state.  In line (`cached_only`) it gives up with -EAGAIN, having
+ * kept nothing, at the first step that would wait for the disk; on a
+ * helper it does them all.
+ */
+static int prepare(struct static_job *j, bool cached_only)
+{
+	const struct zh_worker *w = j->w;
+	int err, v;
+
+	if (j->ident) {
+		/* Look again (new or deleted variants), then open the best
+		 * one the client takes. */
+		v = static_find_variants(w, j->rootfd, j->ident->fs_path,
+					 cached_only);
+		if (v == -EAGAIN)
+			return -EAGAIN;
+		j->variants = (unsigned)v;
+		j->looked = true;
+		if (pick(j, j->variants))
+			return open_variant(j, j->ident->fs_path,
+					    pick(j, j->variants), cached_only);
+		return 0;
+	}
+	j->fd = static_open_target(w, j->rootfd, j->path, j->up.len,
+				   j->up.trailing_slash, j->fs_path,
+				   sizeof(j->fs_path), &j->st, cached_only,
+				   &j->status);
+	if (j->fd == -EAGAIN)
+		return -EAGAIN;
+	if (j->fd < 0)
+		return 0;
+	if ((uint64_t)j->st.st_size > w->cfg->cache_small_max && w->diskio) {
+		if (cached_only && wants_readahead(w, j->fd, (uint64_t)j->st.st_size))
+			goto would_block;
+		if (!cached_only)
+			read_ahead(j->fd, (uint64_t)j->st.st_size);
+	}
+	v = w->cfg->precompressed ?
+	    static_find_variants(w, j->rootfd, j->fs_path, cached_only) : 0;
+	if (v == -EAGAIN)
+		goto would_block;
+	j->variants = (unsigned)v;
+	if (pick(j, j->variants)) {
+		err = open_variant(j, j->fs_path, pick(j, j->variants),
+				   cached_only);
+		if (err)
+			goto would_block;
+	}
+	return 0;
+would_block:
+	close_fd(&j->fd);
+	return -EAGAIN;
+}
+
+/* e's reference goes to the request if its response uses e's body (the
+ * request keeps it until the connection pins e for the send), else back. */
+static void settle(struct zh_request *r, struct cache_entry *e)
+{
+	if (e && r->entry != e)
+		cache_put(r->w->cache, e);
+}
+
+static struct static_job *job_new(struct zh_request *r, enum job_op op)
+{
+	struct static_job *j = malloc(sizeof(*j));
+
+	if (!j)
+		return NULL;
+	memset(j, 0, offsetof(struct static_job, vpath));
+	j->r = r;
+	j->w = r->w;
+	j->op = op;
+	j->site = r->vhost->index;
+	j->rootfd = r->vhost->rootfd;
+	j->up = r->up;
+	j->now = ev_now_ms(r->w->loop);
+	j->fd = j->vfd = -1;
+	return j;
+}
+
+/*
+ * The body of a response from e must be at hand before its head is
+ * built: this worker's descriptor of e's file, unless the body is in
+ * memory, and -- `load`: e was asked for before -- the body copied into
+ * memory if the cache wants it there.  0 ready; ZH_WAIT a helper is on
+ * it (the request resumes in job_done); -ESTALE the file changed since e
+ * was made (e is dropped: answer as a miss); a status.
+ */
+static int body_ready(struct zh_request *r, struct cache_entry *e, bool load)
+{
+	struct zh_worker *w = r->w;
+	struct cache *c = w->cache;
+	bool helpers = w->diskio != NULL;
+	struct static_job *j;
+	struct stat st;
+	int fd, err;
+
+	if (!cache_file(c, e) && !cache_body_in_memory(c, e)) {
+		fd = static_open_beneath(w, e->dirfd, e->fs_path, helpers);
+		if (fd >= 0 && fstat(fd, &st) < 0) {
+			close(fd);
+			fd = -errno;
+		}
+		if (fd >= 0 && helpers &&
+		    wants_readahead(w, fd, (uint64_t)st.st_size)) {
+			close(fd);
+			fd = -EAGAIN;
+		}
+		if (fd == -EAGAIN) {
+			j = job_new(r, J_OPEN);
+			if (!j)
+				return 503;
+			j->e = e;
+			cache_pin(c, e);
+			return submit(r, j);
+		}
+		if (fd < 0)
+			return static_status_for_errno(-fd);
+		err = cache_adopt_fd(c, e, fd, &st);
+		if (err)
+			return err == -ESTALE ? -ESTALE : 503;
+	}
+	if (load && cache_load_begin(c, e)) {
+		err = cache_load_fill(c, e, helpers);
+		if (err == -EAGAIN) {
+			j = job_new(r, J_LOAD);
+			if (!j) {
+				cache_load_end(c, e, -ENOMEM);
+				return 503;
+			}
+			j->e = e;
+			cache_pin(c, e);
+			return submit(r, j);
+		}
+		cache_load_end(c, e, err);
+	}
+	return 0;
+}
+
+/* Build the response for a cached (or private) entry: 0, a status,
+ * ZH_WAIT (its body is being made ready), -ESTALE (body_ready). */
+static int serve_entry(struct zh_request *r, struct cache_entry *e, bool load)
 {
 	const struct http_request *req = &r->http;
 	zc_agg *out = request_out(r);
@@ -233,8 +378,8 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
 	struct resp_head h;
 	int status = 200, err;
 
-	request_head_begin(r, &h);
 	if (not_modified(req, e->etag, e->v.mtime_ns / 1000000000)) {
+		request_head_begin(r, &h);
 		resp_begin(&h, 304);
 		resp_add(&h, "ETag", e->etag);
 		resp_add(&h, "Last-Modified", e->lastmod);
@@ -265,6 +410,12 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
 			break;
 		}
 	}
+	if (!r->head_only && len) {
+		err = body_ready(r, e, load);
+		if (err)
+			return err;
+	}
+	request_head_begin(r, &h);
 	resp_begin(&h, status);
 	if (status == 200 && e->head_len) {
 		resp_add_raw(&h, e->head, e->head_len);
@@ -292,218 +443,25 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e)
 	if (err)
 		return err;
 	if (!r->head_only && len) {
-		err = e->body ? zc_agg_append_buf(out, e->body, start, len)
-			      : zc_agg_append_file(out, e->file, start, len);
+		err = cache_append_body(r->w->cache, e, out, start, len);
+		if (err)
+			return 503;
 		/* The response uses it: the request keeps our reference
 		 * (request.h) until it is pinned for the send. */
 		r->entry = e;
 	}
-	if (err)
-		return 503;
 	r->status = status;
 	r->body_bytes = r->head_only ? 0 : len;
 	return 0;
 }
 
-/* Open the file a request names (normalized `path`), following a directory
- * to its index.html, and fstat it (the one stat of a miss: the cache entry
- * takes both).  Fills fs_path.  Returns the fd, or -1 with *status set to
- * the status to answer (301: a directory named without its slash).
- * Blocking: runs on a helper thread when there are some; touches only
- * w->cfg and the site's root, rootfd. */
-static int open_target(const struct zh_worker *w, int rootfd,
-		       const char *path,
-		       size_t path_len, bool trailing_slash, char *fs_path,
-		       size_t fs_size, struct stat *st, int *status)
-{
-	int fd, dfd, err;
-
-	fd = open_beneath(w, rootfd, path_len ? path : ".");
-	if (fd < 0) {
-		*status = status_for_errno(-fd);
-		return -1;
-	}
-	if (fstat(fd, st) < 0)
-		goto fail;
-	if (S_ISDIR(st->st_mode)) {
-		if (!trailing_slash) {
-			close(fd);
-			*status = 301;
-			return -1;
-		}
-		dfd = fd;
-		fd = open_beneath(w, dfd, "index.html");
-		close(dfd);
-		if (fd < 0) {
-			/* No listing of directories. */
-			*status = fd == -ENOENT ? 403 : status_for_errno(-fd);
-			return -1;
-		}
-		if (fstat(fd, st) < 0)
-			goto fail;
-		snprintf(fs_path, fs_size, "%s%sindex.html", path,
-			 path_len ? "/" : "");
-	} else if (trailing_slash) {
-		/* "/file.txt/" names no directory: 404, as nginx says. */
-		close(fd);
-		*status = 404;
-		return -1;
-	} else {
-		snprintf(fs_path, fs_size, "%s", path);
-	}
-	if (!S_ISREG(st->st_mode)) {
-		close(fd);
-		*status = 403;
-		return -1;
-	}
-	return fd;
-fail:
-	err = errno;
-	close(fd);
-	*status = status_for_errno(err);
-	return -1;
-}
-
-/* Readahead for files sent from the page cache: done here, on a helper
- * thread, the loop's sendfile later finds the pages in memory. */
-#define READAHEAD_MAX ((size_t)4 << 20)
-
-/* A cache miss: everything it needs, kept while it waits (diskio.h). */
-struct static_job {
-	struct disk_job dj;		/* first: diskio hands this back */
-	struct zh_request *r;		/* NULL: the request went away */
-	struct zh_worker *w;
-	/* The request's site (vhost.h), copied: the job outlives the
-	 * request when the client goes away. */
-	unsigned site;
-	int rootfd;
-	struct uri_path up;		/* its query points into the request
-					 * head, which a waiting request keeps */
-	uint64_t now;
-	int status;			/* 0: entry ready; else the status */
-	struct cache_entry *entry;	/* prepared, not admitted */
-	/* Precompressed files (--precompressed): */
-	uint8_t pref[CACHE_NCODINGS];	/* codings the client takes, best first */
-	unsigned npref;
-	struct cache_entry *ident;	/* the identity entry when it was a hit
-					 * (a reference), to look next to */
-	unsigned variants;		/* found next to the identity file */
-	bool looked;			/* variants looked for in this job */
-	struct cache_entry *ventry;	/* the variant prepared, not admitted */
-	enum cache_coding vcoding;	/* the one tried (0: none) */
-	char key[PATH_MAX_LEN + 2];
-	char path[PATH_MAX_LEN];
-};
-
-/* The precompressed files next to fs_path, as a mask of 1 << coding:
- * regular files that open below the root like any request would. */
-static unsigned find_variants(const struct zh_worker *w, int rootfd,
-			      const char *fs_path)
-{
-	unsigned mask = 0;
-
-	for (unsigned c = 1; c < CACHE_NCODINGS; c++) {
-		char p[PATH_MAX_LEN + 32];
-		struct stat st;
-		int fd;
-
-		if ((size_t)snprintf(p, sizeof(p), "%s%s", fs_path,
-				     cache_codings[c].suffix) >= sizeof(p))
-			continue;
-		fd = open_beneath(w, rootfd, p);
-		if (fd < 0)
-			continue;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-			mask |= 1u << c;
-		close(fd);
-	}
-	return mask;
-}
-
-/* The best coding the client takes among `variants` (0: identity). */
-static enum cache_coding pick(const struct static_job *j, unsigned variants)
-{
-	for (unsigned i = 0; i < j->npref; i++)
-		if (variants & (1u << j->pref[i]))
-			return (enum cache_coding)j->pref[i];
-	return CACHE_IDENTITY;
-}
-
-/* Open and prepare the variant of `fs_path` in `coding`; a file that is
- * gone or not regular any more leaves ventry NULL (identity is served). */
-static void prepare_variant(struct static_job *j, const char *fs_path,
-			    enum cache_coding coding)
-{
-	char p[PATH_MAX_LEN + 32], key[PATH_MAX_LEN + 16];
-	struct stat st;
-	int fd;
-
-	j->vcoding = coding;
-	if ((size_t)snprintf(p, sizeof(p), "%s%s", fs_path,
-			     cache_codings[coding].suffix) >= sizeof(p) ||
-	    (size_t)snprintf(key, sizeof(key), "%s%s", j->key,
-			     cache_codings[coding].key) >= sizeof(key))
-		return;
-	fd = open_beneath(j->w, j->rootfd, p);
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return;
-	}
-	j->ventry = cache_prepare(j->w->cache, j->site, key, j->rootfd, p, fd,
-				  &st, j->now, coding, 0);
-	if (!j->ventry)
-		close(fd);
-}
-
-/* Open and prepare: the blocking half of a miss (of the file, or of its
- * precompressed variant next to a cached identity entry). */
-static void prepare(struct static_job *j)
-{
-	char fs_path[PATH_MAX_LEN + 16];
-	struct stat st;
-	unsigned variants;
-	int fd;
-
-	if (j->ident) {
-		/* Look again (new or deleted variants), then prepare the
-		 * best one the client takes. */
-		j->variants = find_variants(j->w, j->rootfd,
-					    j->ident->fs_path);
-		j->looked = true;
-		if (pick(j, j->variants))
-			prepare_variant(j, j->ident->fs_path,
-					pick(j, j->variants));
-		return;
-	}
-	fd = open_target(j->w, j->rootfd, j->path, j->up.len, j->up.trailing_slash,
-			 fs_path, sizeof(fs_path), &st, &j->status);
-	if (fd < 0)
-		return;
-	if (j->w->diskio && (uint64_t)st.st_size > j->w->cfg->cache_small_max)
-		readahead(fd, 0, (size_t)st.st_size < READAHEAD_MAX ?
-				 (size_t)st.st_size : READAHEAD_MAX);
-	variants = j->w->cfg->precompressed ?
-		   find_variants(j->w, j->rootfd, fs_path) : 0;
-	/* The entry takes the descriptor and its stat. */
-	j->entry = cache_prepare(j->w->cache, j->site, j->key, j->rootfd,
-				 fs_path, fd, &st, j->now, CACHE_IDENTITY,
-				 variants);
-	if (!j->entry) {
-		close(fd);
-		j->status = 503;
-		return;
-	}
-	if (pick(j, variants))
-		prepare_variant(j, fs_path, pick(j, variants));
-}
-
-/* The loop half of a miss: admit what was prepared and answer with the
+/* The loop half of a miss: insert what was opened and answer with the
  * variant if there is one, else the identity. */
-static int answer_prepared(struct zh_request *r, struct static_job *j)
+static int answer_miss(struct zh_request *r, struct static_job *j)
 {
+	struct cache *c = r->w->cache;
 	struct cache_entry *e = j->ident, *v = NULL, *serve;
+	char vkey[PATH_MAX_LEN + 16];
 	int err;
 
 	if (j->status == 301)
@@ -511,8 +469,12 @@ static int answer_prepared(struct zh_request *r, struct static_job *j)
 	if (j->status)
 		return j->status;
 	if (!e) {
-		e = cache_admit(r->w->cache, j->entry);
-		j->entry = NULL;
+		e = cache_insert(c, j->site, j->key, j->rootfd, j->fs_path,
+				 j->fd, &j->st, j->now, CACHE_IDENTITY,
+				 j->variants);
+		if (!e)
+			return 503;
+		j->fd = -1;		/* the entry's now */
 	} else {
 		j->ident = NULL;	/* its reference is ours now */
 	}
@@ -520,41 +482,99 @@ static int answer_prepared(struct zh_request *r, struct static_job *j)
 		e->variants = (uint8_t)j->variants;
 		e->variants_checked_ms = j->now;
 	}
-	if (j->ventry) {
-		v = cache_admit(r->w->cache, j->ventry);
-		j->ventry = NULL;
+	if (j->vfd >= 0 &&
+	    (size_t)snprintf(vkey, sizeof(vkey), "%s%s", j->key,
+			     cache_codings[j->vcoding].key) < sizeof(vkey)) {
+		v = cache_insert(c, j->site, vkey, j->rootfd, j->vpath, j->vfd,
+				 &j->vst, j->now, j->vcoding, 0);
+		if (v)
+			j->vfd = -1;
 	} else if (j->vcoding) {
 		e->variants &= (uint8_t)~(1u << j->vcoding);	/* gone */
 	}
 	serve = v ? v : e;
-	err = serve_entry(r, serve);
-	if (r->entry != e)
-		cache_put(r->w->cache, e);
-	if (v && r->entry != v)
-		cache_put(r->w->cache, v);
-	return err;
+	err = serve_entry(r, serve, false);
+	settle(r, e);
+	settle(r, v);
+	return err == -ESTALE ? 503 : err;
 }
 
 static void job_free(struct static_job *j)
 {
-	cache_put(j->w->cache, j->entry);
-	cache_put(j->w->cache, j->ventry);
 	cache_put(j->w->cache, j->ident);
+	cache_put(j->w->cache, j->e);
+	close_fd(&j->fd);
+	close_fd(&j->vfd);
 	free(j);
 }
 
+/* On a helper thread: whatever blocks, blocking. */
 static void job_work(struct disk_job *dj)
 {
-	prepare((struct static_job *)dj);
+	struct static_job *j = (struct static_job *)dj;
+
+	switch (j->op) {
+	case J_MISS:
+		prepare(j, false);
+		break;
+	case J_OPEN:
+		j->fd = static_open_beneath(j->w, j->e->dirfd, j->e->fs_path,
+					    false);
+		if (j->fd >= 0 && fstat(j->fd, &j->st) < 0) {
+			int err = -errno;
+
+			close_fd(&j->fd);
+			j->fd = err;
+		} else if (j->fd >= 0 &&
+			   (uint64_t)j->st.st_size > j->w->cfg->cache_small_max) {
+			read_ahead(j->fd, (uint64_t)j->st.st_size);
+		}
+		break;
+	case J_LOAD:
+		j->err = cache_load_fill(j->w->cache, j->e, false);
+		break;
+	}
+}
+
+/* The loop half of J_OPEN and J_LOAD: the entry is ready now (or changed:
+ * answer as a fresh miss). */
+static int resume(struct zh_request *r, struct static_job *j)
+{
+	struct cache *c = r->w->cache;
+	struct cache_entry *e = j->e;
+	int err;
+
+	if (j->op == J_LOAD) {
+		cache_load_end(c, e, j->err);
+	} else if (j->fd < 0) {
+		return static_status_for_errno(-j->fd);
+	} else {
+		err = cache_adopt_fd(c, e, j->fd, &j->st);
+		j->fd = -1;		/* adopted or closed */
+		if (err == -ESTALE)
+			return static_serve(r);	/* dropped: a miss now */
+		if (err)
+			return 503;
+	}
+	j->e = NULL;			/* the reference goes with it */
+	err = serve_entry(r, e, false);
+	settle(r, e);
+	return err == -ESTALE ? static_serve(r) : err;
 }
 
 /* On the loop, when the helper is done (or the worker stops). */
 static void job_done(struct disk_job *dj)
 {
 	struct static_job *j = (struct static_job *)dj;
+	struct zh_request *r = j->r;
+	int err;
 
-	if (j->r)
-		request_finish(j->r, answer_prepared(j->r, j));
+	if (r) {
+		r->wait = NULL;
+		err = j->op == J_MISS ? answer_miss(r, j) : resume(r, j);
+		if (err != ZH_WAIT)
+			request_finish(r, err);
+	}
 	job_free(j);
 }
 
@@ -571,6 +591,21 @@ static const struct zh_handler static_handler = {
 	.name = "static",
 	.abort = job_abandon,
 };
+
+/* Hand j to a helper thread; the request waits for it. */
+static int submit(struct zh_request *r, struct static_job *j)
+{
+	int err = request_wait(r, &static_handler, j);
+
+	if (err) {
+		job_free(j);
+		return err;
+	}
+	j->dj.work = job_work;
+	j->dj.done = job_done;
+	diskio_submit(r->w->diskio, &j->dj);
+	return ZH_WAIT;
+}
 
 /* The codings the client takes that we could serve precompressed, best
  * first (brotli before gzip at equal q: smaller). */
@@ -636,7 +671,7 @@ int static_serve(struct zh_request *r)
 	struct zh_worker *w = r->w;
 	const struct uri_path *up = &r->up;
 	char key[PATH_MAX_LEN + 2];
-	struct static_job *j, local;
+	struct static_job *j;
 	struct cache_entry *e, *v = NULL;
 	uint8_t pref[CACHE_NCODINGS];
 	unsigned npref = preferences(r, pref);
@@ -656,50 +691,35 @@ int static_serve(struct zh_request *r)
 	if (e)
 		v = cached_variant(r, e, pref, npref, key, klen, &load);
 	if (e && !load) {
-		struct cache_entry *serve = v ? v : e;
-
-		err = serve_entry(r, serve);
-		if (r->entry != e)
-			cache_put(w->cache, e);
-		if (v && r->entry != v)
-			cache_put(w->cache, v);
-		return err;
+		/* A hit: its body may come into memory now (the second time
+		 * it is asked for, cache.h). */
+		err = serve_entry(r, v ? v : e, true);
+		settle(r, e);
+		settle(r, v);
+		if (err != -ESTALE)
+			return err;
+		e = v = NULL;		/* changed: a miss after all */
 	}
 	/* A miss (of the file, or of the variant this client takes):
-	 * prepare off the loop if we have helpers. */
-	j = w->diskio ? malloc(sizeof(*j)) : &local;
+	 * opened in line when the kernel can do it from memory, else on a
+	 * helper. */
+	j = job_new(r, J_MISS);
 	if (!j) {
 		cache_put(w->cache, e);
 		return 503;
 	}
-	memset(j, 0, offsetof(struct static_job, key));
-	j->r = r;
-	j->w = w;
-	j->site = r->vhost->index;
-	j->rootfd = r->vhost->rootfd;
-	j->up = *up;
-	j->now = ev_now_ms(w->loop);
 	j->ident = e;		/* our reference goes with it */
 	memcpy(j->pref, pref, sizeof(pref));
 	j->npref = npref;
 	memcpy(j->key, key, klen + 1);
 	memcpy(j->path, r->uri + 1, up->len);
 	j->path[up->len] = 0;
-	if (!w->diskio) {
-		prepare(j);
-		err = answer_prepared(r, j);
-		cache_put(w->cache, j->entry);
-		cache_put(w->cache, j->ventry);
-		cache_put(w->cache, j->ident);
-		return err;
-	}
-	err = request_wait(r, &static_handler, j);
-	if (err) {
+	if (!w->diskio || prepare(j, true) == 0) {
+		if (!w->diskio)
+			prepare(j, false);
+		err = answer_miss(r, j);
 		job_free(j);
 		return err;
 	}
-	j->dj.work = job_work;
-	j->dj.done = job_done;
-	diskio_submit(w->diskio, &j->dj);
-	return ZH_WAIT;
+	return submit(r, j);
 }

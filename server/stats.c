@@ -50,6 +50,8 @@ static void add(struct worker_stats *t, const struct worker_stats *s,
 	t->cache.evictions += s->cache.evictions;
 	t->cache.not_admitted += s->cache.not_admitted;
 	t->cache.dropped += s->cache.dropped;
+	t->cache.bodies_loaded += s->cache.bodies_loaded;
+	t->cache.rebuilds += s->cache.rebuilds;
 	t->tls.handshakes += s->tls.handshakes;
 	t->tls.resumed += s->tls.resumed;
 	t->tls.failed += s->tls.failed;
@@ -59,8 +61,8 @@ static void add(struct worker_stats *t, const struct worker_stats *s,
 	if (!gauges)
 		return;
 	t->conns_open += s->conns_open;
-	t->cache.bytes += s->cache.bytes;
-	t->cache.entries += s->cache.entries;
+	/* The cache's size is the zone's (status.c), not a sum: the
+	 * workers share it.  Pins are each worker's own. */
 	t->cache.pinned_entries += s->cache.pinned_entries;
 }
 

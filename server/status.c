@@ -61,7 +61,9 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		"\"cache\":{\"policy\":\"%s\",\"page_cache\":\"%s\",\"hits\":%llu,\"misses\":%llu,"
 		"\"revalidations\":%llu,\"stale\":%llu,\"evictions\":%llu,"
 		"\"not_admitted\":%llu,\"dropped\":%llu,"
-		"\"bytes\":%llu,\"entries\":%llu,\"pinned\":%llu},"
+		"\"bodies_loaded\":%llu,\"rebuilds\":%llu,"
+		"\"bytes\":%llu,\"entries\":%llu,\"pinned\":%llu,"
+		"\"arena_bytes\":%llu,\"shared_by\":%d},"
 		"\"backend\":\"%s\",\"event\":\"%s\"",
 		w->nworkers, U(t->requests), U(t->responses[1]),
 		U(t->responses[2]), U(t->responses[3]), U(t->responses[4]),
@@ -72,8 +74,10 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		w->cfg->cache_owns_pages ? "policy" : "kernel",
 		U(t->cache.hits), U(t->cache.misses), U(t->cache.revalidations),
 		U(t->cache.stale), U(t->cache.evictions),
-		U(t->cache.not_admitted), U(t->cache.dropped), U(t->cache.bytes),
+		U(t->cache.not_admitted), U(t->cache.dropped),
+		U(t->cache.bodies_loaded), U(t->cache.rebuilds), U(t->cache.bytes),
 		U(t->cache.entries), U(t->cache.pinned_entries),
+		U(t->cache.arena_bytes), w->nworkers,
 		zc_backend_name(), w->cfg->io_uring ? "io_uring" : "epoll");
 
 	if (k < 0 || (size_t)k >= n)
@@ -173,6 +177,10 @@ static int render_prometheus(const struct zh_worker *w,
 	P("zchttpd_cache_bytes %llu\n", U(t->cache.bytes));
 	P("# TYPE zchttpd_cache_entries gauge\n");
 	P("zchttpd_cache_entries %llu\n", U(t->cache.entries));
+	P("# TYPE zchttpd_cache_bodies_loaded_total counter\n");
+	P("zchttpd_cache_bodies_loaded_total %llu\n", U(t->cache.bodies_loaded));
+	P("# TYPE zchttpd_cache_arena_bytes gauge\n");
+	P("zchttpd_cache_arena_bytes %llu\n", U(t->cache.arena_bytes));
 	if (w->cfg->tls.listen) {
 		P("# TYPE zchttpd_tls_handshakes_total counter\n");
 		P("zchttpd_tls_handshakes_total{result=\"full\"} %llu\n",
@@ -214,6 +222,13 @@ int status_serve(struct zh_request *r)
 	w->stats->zc_bytes_by_reference = io.bytes_by_reference;
 	w->stats->zc_bytes_copied = io.bytes_copied;
 	stats_sum(w->all_stats, &t);
+	/* The cache is one for the generation: its size is its own, not a
+	 * sum over the workers' slots. */
+	struct cache_stats own;
+	cache_stats(w->cache, &own);
+	t.cache.bytes = own.bytes;
+	t.cache.entries = own.entries;
+	t.cache.arena_bytes = own.arena_bytes;
 	body = malloc(cap);
 	if (!body)
 		return 503;

@@ -187,15 +187,7 @@ int worker_run(struct zh_worker *w)
 	ev_timer_list_register(w->loop, &w->t_fcgi_idle);
 	ev_timer_list_register(w->loop, &w->t_cache);
 	ev_timer_list_register(w->loop, &t_shutdown);
-	struct cache_config cc = {
-		.budget = cfg->cache_bytes,
-		.max_entries = 8192,
-		.small_max = cfg->cache_small_max,
-		.owns_pages = cfg->cache_owns_pages,
-		.ttl_ms = cfg->cache_ttl_ms,
-		.policy = cfg->cache_policy,
-	};
-	err = cache_create(&cc, &w->cache);
+	err = cache_attach(w->cache_zone, (unsigned)w->index, &w->cache);
 	if (err)
 		return err;
 	if (cfg->io_threads) {
@@ -232,7 +224,7 @@ int worker_run(struct zh_worker *w)
 	diskio_stop(w->diskio);	/* their requests are gone: jobs freed */
 	vhost_worker_fini(w);
 	publish_stats(w);	/* final: the master folds them when we exit */
-	cache_destroy(w->cache);
+	cache_detach(w->cache);
 	ev_loop_destroy(w->loop);
 	return err;
 }

@@ -4,9 +4,11 @@
  *
  * Process model (Flash's AMPED, nginx's master/worker): a master process
  * forks one worker per core; each worker binds its own SO_REUSEPORT socket
- * and runs one epoll loop.  No thread per connection, no shared accept
- * lock.  Counters live in a shared anonymous mapping so any worker can
- * answer the status endpoint for all of them.
+ * and runs one event loop (epoll, or io_uring with --event io_uring).  No
+ * thread per connection, no shared accept lock.  The workers of a
+ * generation share one cache (cache.h) in a mapping the master made
+ * before forking them; counters live in another shared mapping so any
+ * worker can answer the status endpoint for all of them.
  */
 #ifndef ZC_ZCHTTPD_H
 #define ZC_ZCHTTPD_H
@@ -70,9 +72,11 @@ struct zh_config {
 	const char *status_path;	/* NULL: no status endpoint */
 	bool follow_symlinks_outside;	/* allow symlinks leaving the root */
 	struct http_limits limits;
-	uint64_t cache_bytes;		/* unified cache budget per worker */
+	uint64_t cache_bytes;		/* unified cache budget (all workers) */
+	unsigned cache_entries;		/* files it describes at most */
 	unsigned cache_ttl_ms;		/* revalidate entries older than this */
 	uint64_t cache_small_max;	/* bodies up to this live in memory */
+	uint64_t cache_copy_max;	/* ... and up to this leave by copy */
 	const struct gds_policy *cache_policy;	/* replacement (gds.h) */
 	bool cache_owns_pages;		/* --page-cache policy (cache.c) */
 	bool precompressed;		/* serve FILE.br / FILE.gz (static.c) */
@@ -146,7 +150,8 @@ struct zh_worker {
 	struct zh_vhost *vhosts;	/* cfg->sites as this worker serves them */
 	const int *site_rootfds;	/* from the master, one per site */
 	const int *site_logfds;		/* one per site, -1: no log */
-	struct cache *cache;
+	struct cache_zone *cache_zone;	/* the generation's, from the master */
+	struct cache *cache;		/* this worker's handle on it */
 	struct diskio *diskio;		/* helper threads, or NULL */
 	struct fcgi_upstream *upstreams;	/* one per FastCGI route */
 	struct fcgi_link *fcgi_posted;	/* links to pump before sleeping */
