@@ -552,6 +552,8 @@ int cache_attach(struct cache_zone *z, unsigned worker, struct cache **out)
 	c->pins = zone_pin(z, worker, 0);
 	c->local = calloc(z->cfg.max_entries, sizeof(*c->local));
 	err = c->local ? zc_file_from_fd(z->memfd, &c->arena_file) : -ENOMEM;
+	if (!err)	/* bodies change only where no response looks */
+		zc_file_trust(c->arena_file);
 	if (!err && z->cfg.small_max) {
 		err = zc_pool_create(z->cfg.budget, &c->snap_pool);
 		if (!err)

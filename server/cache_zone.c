@@ -344,6 +344,75 @@ void cache_zone_worker_gone(struct cache_zone *z, unsigned worker)
 	zone_unlock(z);
 }
 
+/* ---------------------------------------------------------------- audit */
+
+static uint64_t list_len(const struct cache_zone *z, uint32_t head,
+			 uint32_t state)
+{
+	uint64_t n = 0;
+
+	while (head && head <= z->cfg.max_entries && n <= z->cfg.max_entries) {
+		if (atomic_load(&z->slots[head - 1].state) != state)
+			return UINT64_MAX;
+		n++;
+		head = z->slots[head - 1].lnext;
+	}
+	return n;
+}
+
+void zone_audit(struct cache_zone *z, struct zone_audit *a)
+{
+	uint64_t used = 0, linked = 0;
+
+	zone_lock(z);
+	*a = (struct zone_audit){ .ok = true };
+	for (uint32_t s = 0; s < z->cfg.max_entries; s++) {
+		struct cache_entry *e = &z->slots[s];
+
+		switch (atomic_load(&e->state)) {
+		case CE_READY:
+			a->ready++;
+			a->body_pages += e->body_pages;
+			if (!gds_cached(&e->g))
+				a->why = "a ready entry outside the policy";
+			break;
+		case CE_DEAD:
+			a->dead++;
+			a->body_pages += e->body_pages;
+			break;
+		default:
+			a->free++;
+			if (e->body_pages)
+				a->why = "a free slot holding pages";
+		}
+	}
+	for (uint32_t b = 0; b < z->nbuckets; b++)
+		for (uint32_t i = atomic_load(&z->buckets[b]); i;
+		     i = atomic_load(&z->slots[i - 1].hnext)) {
+			if (atomic_load(&z->slots[i - 1].state) != CE_READY ||
+			    ++linked > a->ready) {
+				a->why = "the index names a slot that is not ready";
+				break;
+			}
+		}
+	for (uint64_t p = 0; p < z->arena_pages; p++)
+		used += page_used(z, p);
+	a->arena_pages = used;
+	a->limbo = list_len(z, z->limbo, CE_DEAD);
+	if (!a->why && linked != a->ready)
+		a->why = "a ready entry missing from the index";
+	if (!a->why && a->limbo != a->dead)
+		a->why = "dead entries outside limbo";
+	if (!a->why && list_len(z, z->free_slots, CE_FREE) != a->free)
+		a->why = "free slots outside the free list";
+	if (!a->why && (used != z->arena_used || used != a->body_pages))
+		a->why = "arena pages held by no entry";
+	if (!a->why && z->gds.st.entries != a->ready)
+		a->why = "the policy counts other entries";
+	a->ok = !a->why;
+	zone_unlock(z);
+}
+
 /* ------------------------------------------------------------ creation */
 
 int zone_map(const struct cache_config *cfg, struct cache_zone **out)

@@ -102,6 +102,20 @@ void zone_arena_free(struct cache_zone *z, uint64_t off, uint32_t pages,
  * policy is cache.c's to set up). */
 int zone_map(const struct cache_config *cfg, struct cache_zone **out);
 
+/* What a zone holds, counted from the slots themselves and checked
+ * against its lists, index, heap and bitmap (tests, the status
+ * endpoint's ?audit): `ok` when every count agrees. */
+struct zone_audit {
+	bool ok;
+	uint64_t ready, dead, free;	/* slots by state */
+	uint64_t limbo;			/* on the limbo list */
+	uint64_t body_pages;		/* held by entries (ready or dead) */
+	uint64_t arena_pages;		/* allocated in the bitmap */
+	const char *why;		/* the first disagreement, or NULL */
+};
+/* Under the lock (it takes it). */
+void zone_audit(struct cache_zone *z, struct zone_audit *a);
+
 /* Is slot s pinned by any worker?  (After a full fence by the caller.) */
 bool zone_pinned(const struct cache_zone *z, uint32_t s);
 

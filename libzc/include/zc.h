@@ -170,6 +170,10 @@ int zc_file_adopt(int fd, const struct stat *st, zc_file **out);
 /* 0 if the file still has the version it was opened with; -ESTALE if it was
  * truncated, written, or replaced; other negative errno on failure. */
 int zc_file_check(zc_file *file);
+/* The caller vouches for the file's bytes from now on: it changes only
+ * ranges no slice in flight names (a memfd it manages as an arena, such
+ * as zchttpd's shared cache), so zc_file_check always succeeds. */
+void zc_file_trust(zc_file *file);
 void zc_file_version(const zc_file *file, struct zc_file_version *v);
 int zc_file_fd(const zc_file *file);
 int64_t zc_file_size(const zc_file *file);

@@ -205,6 +205,7 @@ struct zc_file {
 	atomic_int refs;
 	int fd;
 	char *path;		/* NULL for zc_file_from_fd */
+	bool trusted;		/* zc_file_trust: never checked */
 	struct zc_file_version v;
 };
 
