@@ -508,10 +508,6 @@ int cache_zone_create(const struct cache_config *cfg, struct cache_zone **out)
 		cache_zone_unmap(z);
 		return err;
 	}
-	for (uint32_t s = 0; s < cc.max_entries; s++) {
-		z->slots[s].key = z->slots[s].inline_names;
-		z->slots[s].fs_path = z->slots[s].inline_names;
-	}
 	*out = z;
 	return 0;
 }
@@ -1060,6 +1056,12 @@ int cache_maintain(struct cache *c, uint64_t now_ms)
 	if (c->drops.n)
 		next = page_drop_run(&c->drops, now_ms);
 	return next;
+}
+
+void cache_audit(struct cache *c, struct cache_audit *a)
+{
+	flush_hits(c);
+	zone_audit(c->z, a);
 }
 
 void cache_stats(const struct cache *c, struct cache_stats *st)

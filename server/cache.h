@@ -261,6 +261,20 @@ bool cache_load_begin(struct cache *c, struct cache_entry *e);
 int cache_load_fill(struct cache *c, struct cache_entry *e, bool nowait);
 void cache_load_end(struct cache *c, struct cache_entry *e, int err);
 
+/* What the zone holds, counted from its slots and checked against its
+ * lists, index, policy and page bitmap (tests; the status endpoint's
+ * ?audit): `ok` when every count agrees -- after a worker was killed, no
+ * index corrupted and no arena page held by no entry. */
+struct cache_audit {
+	bool ok;
+	const char *why;		/* the first disagreement, or NULL */
+	uint64_t ready, dead, free;	/* slots by state */
+	uint64_t limbo;			/* on the limbo list */
+	uint64_t body_pages;		/* held by entries (ready or dead) */
+	uint64_t arena_pages;		/* allocated in the bitmap */
+};
+void cache_audit(struct cache *c, struct cache_audit *a);
+
 /* Housekeeping the loop runs before it sleeps (the batched hits,
  * page_drop.h's retries, descriptors of dead entries): milliseconds
  * until it is needed again, -1 if not. */

@@ -164,10 +164,15 @@ struct cache_entry *zone_slot_get(struct cache_zone *z)
 {
 	struct cache_entry *e;
 
-	if (!z->free_slots)
+	if (z->free_slots) {
+		e = &z->slots[z->free_slots - 1];
+		z->free_slots = e->lnext;
+	} else if (z->fresh < z->cfg.max_entries) {
+		e = &z->slots[z->fresh++];
+		e->key = e->fs_path = e->inline_names;
+	} else {
 		return NULL;
-	e = &z->slots[z->free_slots - 1];
-	z->free_slots = e->lnext;
+	}
 	e->lnext = 0;
 	e->gen++;
 	return e;
@@ -265,7 +270,8 @@ static void rebuild(struct cache_zone *z)
 	memset(z->buckets, 0, (size_t)z->nbuckets * sizeof(*z->buckets));
 	memset(z->bitmap, 0, align_up(z->arena_pages, 64) / 8);
 	reset_policy(z);
-	z->free_slots = z->limbo = 0;
+	z->free_slots = z->limbo = z->victims = 0;
+	z->fresh = z->cfg.max_entries;	/* all on the free list below */
 	z->arena_used = 0;
 	z->arena_hint = 0;
 	atomic_store(&z->bytes, 0);
@@ -304,6 +310,7 @@ static void rebuild(struct cache_zone *z)
 		e->wants_body = false;
 		e->drop_pages = false;
 		atomic_store(&e->kref, false);
+		e->key = e->fs_path = e->inline_names;
 		e->lnext = z->free_slots;
 		z->free_slots = s + 1;
 	}
@@ -360,12 +367,12 @@ static uint64_t list_len(const struct cache_zone *z, uint32_t head,
 	return n;
 }
 
-void zone_audit(struct cache_zone *z, struct zone_audit *a)
+void zone_audit(struct cache_zone *z, struct cache_audit *a)
 {
 	uint64_t used = 0, linked = 0;
 
 	zone_lock(z);
-	*a = (struct zone_audit){ .ok = true };
+	*a = (struct cache_audit){ .ok = true };
 	for (uint32_t s = 0; s < z->cfg.max_entries; s++) {
 		struct cache_entry *e = &z->slots[s];
 
@@ -403,7 +410,8 @@ void zone_audit(struct cache_zone *z, struct zone_audit *a)
 		a->why = "a ready entry missing from the index";
 	if (!a->why && a->limbo != a->dead)
 		a->why = "dead entries outside limbo";
-	if (!a->why && list_len(z, z->free_slots, CE_FREE) != a->free)
+	if (!a->why && list_len(z, z->free_slots, CE_FREE) +
+			       (z->cfg.max_entries - z->fresh) != a->free)
 		a->why = "free slots outside the free list";
 	if (!a->why && (used != z->arena_used || used != a->body_pages))
 		a->why = "arena pages held by no entry";
@@ -485,12 +493,8 @@ int zone_map(const struct cache_config *cfg, struct cache_zone **out)
 	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(&z->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
-	/* The file is all zeroes: every slot CE_FREE, every page free. */
-	for (uint32_t s = cfg->max_entries; s-- > 0;) {
-		gds_entry_init(&z->slots[s].g);
-		z->slots[s].lnext = z->free_slots;
-		z->free_slots = s + 1;
-	}
+	/* The file is all zeroes: every slot CE_FREE (fresh: taken in order
+	 * and touched only then), every page free. */
 	*out = z;
 	return 0;
 }

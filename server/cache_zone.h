@@ -47,6 +47,8 @@ struct cache_zone {
 	/* Under the lock: */
 	struct gds gds;
 	uint32_t free_slots;		/* list through lnext: slot + 1 */
+	uint32_t fresh;			/* slots from here on never used: not
+					 * touched, so not yet in memory */
 	uint32_t limbo;			/* dead slots still pinned */
 	uint32_t victims;		/* evicted by libgds, not yet dead
 					 * (cache.c's on_evict) */
@@ -102,19 +104,8 @@ void zone_arena_free(struct cache_zone *z, uint64_t off, uint32_t pages,
  * policy is cache.c's to set up). */
 int zone_map(const struct cache_config *cfg, struct cache_zone **out);
 
-/* What a zone holds, counted from the slots themselves and checked
- * against its lists, index, heap and bitmap (tests, the status
- * endpoint's ?audit): `ok` when every count agrees. */
-struct zone_audit {
-	bool ok;
-	uint64_t ready, dead, free;	/* slots by state */
-	uint64_t limbo;			/* on the limbo list */
-	uint64_t body_pages;		/* held by entries (ready or dead) */
-	uint64_t arena_pages;		/* allocated in the bitmap */
-	const char *why;		/* the first disagreement, or NULL */
-};
-/* Under the lock (it takes it). */
-void zone_audit(struct cache_zone *z, struct zone_audit *a);
+/* cache_audit's work (it takes the lock). */
+void zone_audit(struct cache_zone *z, struct cache_audit *a);
 
 /* Is slot s pinned by any worker?  (After a full fence by the caller.) */
 bool zone_pinned(const struct cache_zone *z, uint32_t s);

@@ -53,6 +53,7 @@ struct master {
 	int lfds[ZCHTTPD_MAX_WORKERS];
 	int tls_lfds[ZCHTTPD_MAX_WORKERS];	/* --tls-listen, or -1 */
 	pid_t pids[ZCHTTPD_MAX_WORKERS];	/* current generation */
+	uint64_t born_ms[ZCHTTPD_MAX_WORKERS];	/* when each was started */
 	pid_t old[4 * ZCHTTPD_MAX_WORKERS];	/* stopping generations */
 	struct stats_area *stats;
 	struct cache_zone *zone;	/* the current generation's cache */
@@ -89,11 +90,24 @@ static struct cache_zone *new_zone(const struct zh_config *c, int nworkers)
 	return z;
 }
 
+/* A worker that dies within this of its start counts towards the limit
+ * of restarts: it is failing to start (a crash loop), not killed later. */
+#define DIES_YOUNG_MS 1000
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static pid_t spawn(struct master *m, int i)
 {
 	struct worker_stats *slot = stats_claim(m->stats);
 	pid_t pid;
 
+	m->born_ms[i] = now_ms();
 	if (!slot) {
 		zh_log(ZL_ERROR, "too many draining workers; "
 			"worker %d not started", i);
@@ -492,7 +506,8 @@ static void reap(struct master *m)
 				m->restart_window = time(NULL);
 				m->restarts = 0;
 			}
-			if (++m->restarts > 10) {
+			if (now_ms() - m->born_ms[i] < DIES_YOUNG_MS &&
+			    ++m->restarts > 10) {
 				zh_log(ZL_ERROR, "workers keep dying; "
 					"stopping");
 				stop_all(m);

@@ -47,8 +47,20 @@ static int render_tls_json(const struct zh_worker *w,
 		U(t->tls.user_bytes));
 }
 
+/* ?audit: the shared cache checked against itself (cache.h). */
+static int render_audit_json(const struct cache_audit *a, char *b, size_t n)
+{
+	return snprintf(b, n,
+		",\"audit\":{\"ok\":%s,\"why\":\"%s\",\"ready\":%llu,"
+		"\"dead\":%llu,\"limbo\":%llu,\"body_pages\":%llu,"
+		"\"arena_pages\":%llu}",
+		a->ok ? "true" : "false", a->why ? a->why : "",
+		U(a->ready), U(a->dead), U(a->limbo), U(a->body_pages),
+		U(a->arena_pages));
+}
+
 static int render_json(const struct zh_worker *w, const struct worker_stats *t,
-		       char *b, size_t n)
+		       const struct cache_audit *audit, char *b, size_t n)
 {
 	int m, k = snprintf(b, n,
 		"{\"workers\":%d,\"requests\":%llu,"
@@ -86,6 +98,12 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 	if (m < 0 || (size_t)m >= n - (size_t)k)
 		return -1;
 	k += m;
+	if (audit) {
+		m = render_audit_json(audit, b + k, n - (size_t)k);
+		if (m < 0 || (size_t)m >= n - (size_t)k)
+			return -1;
+		k += m;
+	}
 	/* render_sites fills it in and closes both objects. */
 	m = snprintf(b + k, n - (size_t)k, ",\"sites\":{");
 	return m < 0 || (size_t)m >= n - (size_t)k ? -1 : k + m;
@@ -205,9 +223,10 @@ int status_serve(struct zh_request *r)
 	const struct http_request *req = &r->http;
 	zc_agg *out = request_out(r);
 	const char *q = memchr(req->path.p, '?', req->path.len);
-	bool prom = q && (size_t)(req->path.p + req->path.len - q) ==
-				 strlen("?format=prometheus") &&
-		    memcmp(q, "?format=prometheus", 18) == 0;
+	size_t qlen = q ? (size_t)(req->path.p + req->path.len - q) : 0;
+	bool prom = qlen == 18 && memcmp(q, "?format=prometheus", 18) == 0;
+	bool audit = qlen == 6 && memcmp(q, "?audit", 6) == 0;
+	struct cache_audit a;
 	struct worker_stats t;
 	struct resp_head h;
 	/* The fixed part, then a line per site name at most. */
@@ -232,8 +251,10 @@ int status_serve(struct zh_request *r)
 	body = malloc(cap);
 	if (!body)
 		return 503;
+	if (audit)
+		cache_audit(w->cache, &a);
 	n = prom ? render_prometheus(w, &t, body, cap)
-		 : render_json(w, &t, body, cap);
+		 : render_json(w, &t, audit ? &a : NULL, body, cap);
 	m = n < 0 || (size_t)n >= cap ? -1 :
 	    render_sites(w, &t, body + n, cap - (size_t)n, prom);
 	if (m < 0) {

@@ -105,7 +105,7 @@ static struct cache_zone *zone(uint64_t budget, unsigned nworkers)
 
 static void audit_ok(struct cache_zone *z)
 {
-	struct zone_audit a;
+	struct cache_audit a;
 
 	zone_audit(z, &a);
 	if (!a.ok)
