@@ -326,7 +326,9 @@ static int body_ready(struct zh_request *r, struct cache_entry *e, bool load)
 	struct stat st;
 	int fd, err;
 
-	if (!cache_file(c, e) && !cache_body_in_memory(c, e)) {
+	if (cache_body_in_memory(c, e))
+		return 0;
+	if (!cache_file(c, e)) {
 		fd = static_open_beneath(w, e->dirfd, e->fs_path, helpers);
 		if (fd >= 0 && fstat(fd, &st) < 0) {
 			close(fd);
