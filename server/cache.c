@@ -123,7 +123,8 @@ void cache_kill_entry(struct cache *c, struct cache_entry *e)
 static void on_evict(struct gds_entry *g, void *arg)
 {
 	struct cache_zone *z = arg;
-	struct cache_entry *e = (struct cache_entry *)g;
+	struct cache_entry *e = (struct cache_entry *)
+		((char *)g - offsetof(struct cache_entry, g));
 
 	e->lnext = z->victims;
 	z->victims = zone_slot_of(z, e) + 1;

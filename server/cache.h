@@ -105,7 +105,8 @@ enum cache_body_state {
 };
 
 struct cache_entry {
-	struct gds_entry g;		/* first: libgds hands this back */
+	/* What a lookup reads of every entry it walks past, together in
+	 * the first cache line; the key it compares is inline_names. */
 	/* Shared slots: the seqlock count, odd while the entry is being
 	 * filled or its body fields change; lock-free readers check it. */
 	_Atomic uint32_t seq;
@@ -113,11 +114,15 @@ struct cache_entry {
 	uint32_t gen;			/* bumped at each fill of the slot:
 					 * (slot, gen) names this entry */
 	_Atomic uint32_t hnext;		/* hash chain: slot + 1, 0 ends it */
-	uint32_t lnext;			/* free or limbo list: slot + 1 */
 	uint64_t hash;
 	/* The key is (site, key): two sites' "/index.html" are two
 	 * entries (virtual hosts, vhost.h). */
 	unsigned site;
+	uint32_t lnext;			/* free or limbo list: slot + 1 */
+	struct gds_entry g;		/* the policy's (cache.c's on_evict
+					 * finds the entry from it) */
+	char inline_names[CACHE_NAMES_MAX];	/* shared slots' key and
+						 * file name, NUL after each */
 	const char *key;		/* request path, normalized ("dir/") */
 	const char *fs_path;		/* file below the site's root
 					 * ("dir/index.html") */
@@ -152,7 +157,6 @@ struct cache_entry {
 	unsigned refs;
 	zc_file *file;
 	char *names;			/* key and fs_path */
-	char inline_names[CACHE_NAMES_MAX];	/* shared slots' names */
 };
 
 struct cache_config {
