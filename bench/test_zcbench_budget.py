@@ -152,6 +152,19 @@ def fake_v1(tmp_path):
     return budget.Hierarchy(1, str(cpu_root), str(acct_root))
 
 
+def test_budget_is_per_server_core(tmp_path):
+    """A server on 4 CPUs of its own gets 4 times the quota of one on 1."""
+    h = fake_v1(tmp_path)
+    Path(h.cpu_root, "tasks").write_text("")      # what Budget probes for write access
+    b = budget.Budget(0.25, hier=h)
+    for cores, quota in ((1, "25000"), (4, "100000")):
+        g = b.new_group(f"c{cores}", cores=cores).create()
+        try:
+            assert (Path(g.cpu_dir) / "cpu.cfs_quota_us").read_text() == quota
+        finally:
+            g.remove()
+
+
 def test_group_in_a_fake_v1_tree(tmp_path):
     h = fake_v1(tmp_path)
     g = budget.CpuGroup(h, "nginx", 0.25).create()
@@ -245,6 +258,11 @@ def test_real_group_binds_and_is_removed():
     g = b.new_group("spin")
     g.create()
     assert g.quota_check() == (25000, 100000)
+    g4 = b.new_group("four", cores=4)         # the budget is per server core
+    try:
+        assert g4.create().quota_check() == (100000, 100000)
+    finally:
+        assert g4.remove()
     cpus = sorted(os.sched_getaffinity(0))[-1:]
     p = subprocess.Popen(["sh", "-c", "sh -c 'while :; do :; done' & while :; do :; done"],
                          preexec_fn=g.preexec(cpus), start_new_session=True)

@@ -2,7 +2,9 @@
 it answers every request with the canned response of the file asked for,
 byte-exact, on keep-alive connections (also pipelined), closes after
 "Connection: close", finishes responses larger than the socket buffer, and
-404s anything else.  Loopback only; no timing anywhere."""
+404s anything else; it serves the files of one level of subfolders (a
+trace replay's /o/ID root), found among thousands of names, on epoll and
+on io_uring.  Loopback only; no timing anywhere."""
 import os
 import socket
 import subprocess
@@ -21,20 +23,40 @@ ZCFLOOR = HERE.parent / "build" / "bench" / "zcfloor"
 SIZES = [500, 1024, 10 * 1024, 200 * 1024, 4 << 20]
 
 
-@pytest.fixture(scope="module")
-def floor(tmp_path_factory):
-    assert os.access(ZCFLOOR, os.X_OK), f"{ZCFLOOR} is not built: run make"
-    root = tmp_path_factory.mktemp("floor") / "root"
-    files = docroot.make_docroot(root, SIZES)
+NAMES = 3000          # files in the subfolder: a table to search, not to scan
+
+
+def sub_body(i):
+    return f"o:{i}:".encode() * (1 + i % 50)
+
+
+def start_floor(root, extra=()):
+    """A zcfloor on a free port with 2 workers; (process, port) once it
+    accepts connections."""
     port = servers.free_port()
-    p = subprocess.Popen(servers.floor_argv(str(ZCFLOOR), port, str(root), 2),
+    p = subprocess.Popen(servers.floor_argv(str(ZCFLOOR), port, str(root), 2) + list(extra),
                          stderr=subprocess.PIPE, start_new_session=True)
-    for _ in range(200):
+    for _ in range(500):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             break
         except OSError:
             time.sleep(0.02)
+    return p, port
+
+
+@pytest.fixture(scope="module", params=["epoll", "io_uring"])
+def floor(request, tmp_path_factory):
+    """The docroot's files at the top, NAMES files in the subfolder o/ and
+    one file two levels down (o/deep/x), which must not be served."""
+    assert os.access(ZCFLOOR, os.X_OK), f"{ZCFLOOR} is not built: run make"
+    root = tmp_path_factory.mktemp("floor") / "root"
+    files = docroot.make_docroot(root, SIZES)
+    (root / "o" / "deep").mkdir(parents=True)
+    for i in range(NAMES):
+        (root / "o" / str(i)).write_bytes(sub_body(i))
+    (root / "o" / "deep" / "x").write_bytes(b"too deep")
+    p, port = start_floor(root, ["--event", request.param])
     yield port, files
     p.terminate()
     p.wait(timeout=10)
@@ -98,6 +120,24 @@ def test_request_split_over_several_sends(floor):
             s.sendall(req[i:i + 7])
             time.sleep(0.001)
         assert read_response(f)[2] == docroot.content(10 * 1024)
+
+
+def test_subfolder_files_are_found_among_many_names(floor):
+    """Every name of the subfolder (and the top's) answers its own bytes
+    on one connection, pipelined in batches; near-misses are 404s."""
+    port, files = floor
+    with socket.create_connection(("127.0.0.1", port)) as s, s.makefile("rb") as f:
+        for start in range(0, NAMES, 100):
+            batch = range(start, min(start + 100, NAMES))
+            s.sendall(b"".join(get(f"/o/{i}") for i in batch))
+            for i in batch:
+                status, _, body = read_response(f)
+                assert status == "HTTP/1.1 200 OK" and body == sub_body(i), i
+        for miss in ("/o/", "/o", "/o/3000", "/o/00", "/o/deep", "/o/deep/x", "/0", "/o/1x"):
+            s.sendall(get(miss))
+            assert read_response(f)[0] == "HTTP/1.1 404 Not Found", miss
+        s.sendall(get(files[500][0]))
+        assert read_response(f)[2] == docroot.content(500)
 
 
 def test_usage():

@@ -47,6 +47,17 @@ def test_content_is_exact_deterministic_and_never_a_filler():
     assert replay.content(1, 5000) != replay.content(2, 5000)
 
 
+def test_threads_results_merge():
+    parts = [{"requests": 3, "bad": 1, "bytes": 30, "start_s": 10.0, "end_s": 12.5,
+              "bad_statuses": {"404": 1}},
+             {"requests": 2, "bad": 2, "bytes": 20, "start_s": 10.2, "end_s": 13.0,
+              "bad_statuses": {"404": 1, "500": 1}}]
+    got = replay.merge_results(parts)
+    assert got["requests"] == 5 and got["bad"] == 3 and got["bytes"] == 50
+    assert got["elapsed_s"] == pytest.approx(3.0)
+    assert got["bad_statuses"] == {"404": 2, "500": 1}
+
+
 def test_cache_size_percent_bytes_and_floor():
     assert replay.parse_cache_size("5%", 100 << 20) == 5 << 20
     assert replay.parse_cache_size("64m", 1) == 64 << 20
@@ -97,13 +108,14 @@ def lookups(srv):
     return h + m
 
 
-@pytest.mark.parametrize("connections", [1, 8])
-def test_every_request_played_once_in_order(played, connections):
+@pytest.mark.parametrize("connections,threads", [(1, 1), (8, 1), (8, 2), (6, 3)])
+def test_every_request_played_once_in_order(played, connections, threads):
+    """With one wrk thread or several (each plays its share of the list)."""
     d, reqs, objs, root, lst, _ = played
-    srv = start(root, d / f"w{connections}", [])
+    srv = start(root, d / f"w{connections}-{threads}", [])
     try:
         before = lookups(srv)
-        r = replay.play(srv, lst, connections, None, "/.zc/status", replay.STATUS_MARK, 120)
+        r = replay.play(srv, lst, connections, None, "/.zc/status", replay.STATUS_MARK, 120, threads)
         after = lookups(srv)
     finally:
         srv.stop()
@@ -154,21 +166,68 @@ def test_live_hit_ratio_is_gdssims_in_strict_order(played):
 
 
 def test_cli_end_to_end(played, tmp_path):
+    """zchttpd, nginx and the floor at 1 and 2 workers: every request of
+    every run answered, the live hit ratio per worker count, ratios to the
+    floor, the scaling table, and on a machine that cannot give 2 workers
+    2 cores and keep one for wrk, the 2-worker rows said not to be
+    server-bound."""
+    from zcbench_lib import pinning
     d, reqs, objs, root, lst, trace = played
     out = tmp_path / "out"
     p = subprocess.run([sys.executable, str(HERE / "zcbench"), "replay", "--trace", str(d / "t.trace"),
-                        "--requests", "600", "--runs", "1", "--servers", "zchttpd,nginx",
-                        "--policies", "gdsf", "--server-cpu", "0", "--no-plot",
+                        "--requests", "600", "--runs", "1", "--servers", "zchttpd,nginx,floor",
+                        "--policies", "gdsf", "--server-cpu", "0", "--workers", "1,2",
                         "--root-base", str(tmp_path / "roots"), "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     res = json.loads((out / "results.json").read_text())
-    assert [r["server"] for r in res["runs"]] == ["zchttpd-gdsf", "nginx"]
+    assert [(r["server"], r["workers"]) for r in res["runs"]] == [
+        ("zchttpd-gdsf", 1), ("nginx", 1), ("floor", 1), ("zchttpd-gdsf", 2), ("nginx", 2), ("floor", 2)]
     assert all(r["requests"] == 600 and r["errors"] == 0 for r in res["runs"])
-    z = res["runs"][0]
-    assert 0 <= z["hit_ratio"] <= 1 and 0 <= z["sim_hit_ratio"] <= 1
-    assert "| zchttpd-gdsf |" in p.stdout
-    assert (out / "summary.csv").exists() and (out / "results.csv").exists()
+    for r in res["runs"]:
+        if r["server"] == "zchttpd-gdsf":
+            assert 0 <= r["hit_ratio"] <= 1 and 0 <= r["sim_hit_ratio"] <= 1
+    for s in res["summary"]:
+        if s["server"] != "floor":
+            assert s["ratio_vs_floor"] > 0, s
+    assert "| zchttpd-gdsf |" in p.stdout and "vs floor" in p.stdout
+    assert "scaling with the worker count" in p.stdout and "zchttpd-gdsf hit ratio live" in p.stdout
+    assert "Client-bound runs:" in p.stdout
+    if len(pinning.available()) <= 2:
+        assert "not server-bound: 2 workers on 1 core(s)" in p.stdout
+        assert all(r["cores_short"] == (r["workers"] == 2) for r in res["runs"])
+    for f in ("summary.csv", "results.csv", "replay.png", "replay-scaling.png"):
+        assert (out / f).exists(), f
+    assert "ratio_vs_floor" in (out / "summary.csv").read_text().splitlines()[0]
+
+
+def test_the_floor_is_refused_under_a_memory_limit(played, tmp_path):
+    d, *_ = played
+    p = subprocess.run([sys.executable, str(HERE / "zcbench"), "replay", "--trace", str(d / "t.trace"),
+                        "--requests", "100", "--servers", "nginx,floor", "--memory-limit", "2x",
+                        "--root-base", str(tmp_path / "roots"), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "no place in --memory-limit runs" in p.stderr
+
+
+def test_summary_ratios_to_the_floor_per_worker_count():
+    """Medians leave client-bound runs out, and every ratio compares
+    servers at the same worker count."""
+    def row(server, n, rps, cb=False, run=1):
+        return {"run": run, "server": server, "workers": n, "limit_label": None, "slow_clients": 0,
+                "requests_per_s": rps, "mbytes_per_s": rps / 100, "errors": 0, "client_bound": cb,
+                "server_cpu_us_per_req": 1e6 / rps, "server_cores": 1, "cores_short": n > 1}
+    rows = [row("zchttpd-gdsf", 1, 900), row("floor", 1, 1000), row("floor", 1, 5000, cb=True, run=2),
+            row("nginx", 1, 750), row("zchttpd-gdsf", 2, 800), row("floor", 2, 1600)]
+    by = {(s["server"], s["workers"]): s for s in replay.summarize(rows)}
+    assert by[("floor", 1)]["rps_median"] == 1000 and by[("floor", 1)]["client_bound_runs"] == 1
+    assert by[("zchttpd-gdsf", 1)]["ratio_vs_floor"] == pytest.approx(0.9)
+    assert by[("zchttpd-gdsf", 1)]["ratio_vs_nginx"] == pytest.approx(1.2)
+    assert by[("zchttpd-gdsf", 2)]["ratio_vs_floor"] == pytest.approx(0.5)
+    assert "ratio_vs_nginx" not in by[("zchttpd-gdsf", 2)]      # no nginx at 2 workers
+    text = replay.table(replay.summarize(rows), rows)
+    assert "Client-bound runs: 1 of 6" in text and "floor 1" in text
+    assert "not server-bound: 2 workers on 1 core(s)" in text
 
 
 def test_memory_limits_parse():

@@ -34,7 +34,7 @@ def test_static_quick_smoke(tmp_path):
     stdout, stderr = p.communicate(timeout=180)
     assert p.returncode == 0, stdout + stderr
     assert "[16/16] run 1/1 size 100k close" in stderr  # progress is shown
-    assert "0.5 CPU per server (50000 us per 100000 us; cgroup" in stderr
+    assert "0.5 CPU per server core (50000 us per 100000 us per core; cgroup" in stderr
     printed = json.loads(stdout)
     assert printed["problems"] == []
     assert printed["budget"]["quota_us"] == 50000 and printed["budget"]["cgroup"]["cpu_root"]

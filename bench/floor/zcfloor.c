@@ -1,23 +1,26 @@
 /*
- * zcfloor - the floor of `zcbench static`: the least any epoll web server
- * can do per request, as a reference "server" (issue 15).
+ * zcfloor - the floor of `zcbench static` and `zcbench replay`: the least any
+ * epoll web server can do per request, as a reference "server".
  *
  *   zcfloor --root DIR [--listen 127.0.0.1:8080] [--workers N]
  *           [--event epoll|io_uring]
  *
- * At start every regular file directly in DIR is read into memory once, as
- * two canned responses: "HTTP/1.1 200 OK", Content-Length, an empty line
- * and the file's bytes, contiguous (one with "Connection: close").  Then
- * per request it does only this:
+ * At start every regular file in DIR and in its subfolders (one level:
+ * /NAME and /DIR/NAME; a trace replay's root is /o/ID files) is read into
+ * memory once, as two canned responses: "HTTP/1.1 200 OK", Content-Length,
+ * an empty line and the file's bytes, contiguous (one with "Connection:
+ * close"), in a table sorted by target.  Then per request it does only
+ * this:
  *
  *   accept4          (the listener has TCP_DEFER_ACCEPT and TCP_NODELAY,
  *                     so the request is there when the connection is
  *                     accepted, and no setsockopt per connection)
  *   recv             one, right after accept4 for a new connection
  *   find "\r\n\r\n"  the end of the request head; the target (between the
- *                     first two spaces) picks the canned response by an
- *                     exact comparison with the file names; a head that
- *                     contains "Connection: close" gets the closing one
+ *                     first two spaces) picks the canned response by a
+ *                     binary search of the sorted table (exact match); a
+ *                     head that contains "Connection: close" gets the
+ *                     closing one
  *   send             one, of the canned response from memory (a copy into
  *                     the socket: no sendfile, no file, no header built)
  *   close            after a closing response; a keep-alive connection is
@@ -73,7 +76,7 @@ struct conn {
 };
 
 static struct canned *files;
-static size_t nfiles;
+static size_t nfiles, files_cap;
 static struct canned notfound;
 static struct conn **conns;
 static size_t nconns_max;
@@ -110,50 +113,95 @@ static void canned_init(struct canned *c, const char *target, const char *status
 	c->close = response(status, body, len, 1, &c->close_len);
 }
 
-static void load_root(const char *root)
+/* Read the regular file at path into a canned response for target. */
+static void load_file(const char *path, const char *target, const struct stat *st)
 {
-	DIR *d = opendir(root);
+	char *body = malloc(st->st_size ? (size_t)st->st_size : 1);
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		die(path);
+	if (!body)
+		die("malloc");
+	for (size_t got = 0; got < (size_t)st->st_size;) {
+		ssize_t r = read(fd, body + got, (size_t)st->st_size - got);
+
+		if (r <= 0)
+			die(path);
+		got += (size_t)r;
+	}
+	close(fd);
+	if (nfiles == files_cap) {
+		files_cap = files_cap ? 2 * files_cap : 64;
+		files = realloc(files, files_cap * sizeof(*files));
+		if (!files)
+			die("realloc");
+	}
+	canned_init(&files[nfiles++], target, "200 OK", body, (size_t)st->st_size);
+	free(body);
+}
+
+/* Every regular file of dir (the root when prefix is "", else one of its
+ * subfolders, prefix "/NAME"), as target prefix + "/" + file name; with
+ * subfolders, the regular files of each subfolder too (one level only: a
+ * trace's root is /o/ID files). */
+static void load_dir(const char *dir, const char *prefix, int subfolders)
+{
+	DIR *d = opendir(dir);
 	struct dirent *e;
 
 	if (!d)
-		die(root);
+		die(dir);
 	while ((e = readdir(d))) {
 		char path[4096], target[1024];
 		struct stat st;
-		char *body;
-		int fd;
 
-		snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
-		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			die(path);
-		body = malloc(st.st_size ? (size_t)st.st_size : 1);
-		if (!body)
-			die("malloc");
-		for (size_t got = 0; got < (size_t)st.st_size;) {
-			ssize_t r = read(fd, body + got, (size_t)st.st_size - got);
-
-			if (r <= 0)
-				die(path);
-			got += (size_t)r;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path) ||
+		    (size_t)snprintf(target, sizeof(target), "%s/%s", prefix, e->d_name) >= sizeof(target)) {
+			fprintf(stderr, "zcfloor: name too long, skipped: %s/%s\n", dir, e->d_name);
+			continue;
 		}
-		close(fd);
-		files = realloc(files, (nfiles + 1) * sizeof(*files));
-		if (!files)
-			die("realloc");
-		snprintf(target, sizeof(target), "/%s", e->d_name);
-		canned_init(&files[nfiles++], target, "200 OK", body, (size_t)st.st_size);
-		free(body);
+		if (stat(path, &st) < 0)
+			continue;
+		if (S_ISREG(st.st_mode))
+			load_file(path, target, &st);
+		else if (S_ISDIR(st.st_mode) && subfolders)
+			load_dir(path, target, 0);
 	}
 	closedir(d);
+}
+
+/* The order of the table: by length, then bytes (any total order that
+ * lookup() searches the same way). */
+static int target_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	if (alen != blen)
+		return alen < blen ? -1 : 1;
+	return memcmp(a, b, alen);
+}
+
+static int canned_cmp(const void *x, const void *y)
+{
+	const struct canned *a = x, *b = y;
+
+	return target_cmp(a->target, a->target_len, b->target, b->target_len);
+}
+
+static void load_root(const char *root)
+{
+	load_dir(root, "", 1);
+	qsort(files, nfiles, sizeof(*files), canned_cmp);
 	canned_init(&notfound, "", "404 Not Found", "not found\n", 10);
 }
 
+/* The canned response for the request's target: a binary search of the
+ * sorted table (a trace's root has tens of thousands of names). */
 static const struct canned *lookup(const char *in, size_t len)
 {
 	const char *sp = memchr(in, ' ', len), *end;
+	size_t lo = 0, hi = nfiles, tlen;
 
 	if (!sp)
 		return &notfound;
@@ -161,10 +209,18 @@ static const struct canned *lookup(const char *in, size_t len)
 	end = memchr(sp, ' ', len - (size_t)(sp - in));
 	if (!end)
 		return &notfound;
-	for (size_t i = 0; i < nfiles; i++)
-		if (files[i].target_len == (size_t)(end - sp) &&
-		    memcmp(files[i].target, sp, files[i].target_len) == 0)
-			return &files[i];
+	tlen = (size_t)(end - sp);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = target_cmp(files[mid].target, files[mid].target_len, sp, tlen);
+
+		if (c == 0)
+			return &files[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return &notfound;
 }
 

@@ -437,8 +437,11 @@ class Budget:
         else:
             self.swept = []
 
-    def new_group(self, label):
-        return CpuGroup(self.hier, label, self.fraction) if self.hier else None
+    def new_group(self, label, cores=1):
+        """A group for a server on `cores` CPUs of its own: the budget is
+        per server core (workers on N cores get N times the quota), so
+        every worker count has the same share of each of its cores."""
+        return CpuGroup(self.hier, label, self.fraction * max(1, cores)) if self.hier else None
 
     def as_dict(self):
         return {"server_cpu": self.fraction, "period_us": PERIOD_US,
@@ -449,5 +452,5 @@ class Budget:
         if not self.fraction:
             where = self.hier.describe() if self.hier else "CPU time from /proc"
             return f"no CPU budget (--server-cpu 0; {where})"
-        return f"{self.fraction:g} CPU per server ({quota_us(self.fraction)} us per {PERIOD_US} us; " \
-               f"{self.hier.describe()})"
+        return f"{self.fraction:g} CPU per server core ({quota_us(self.fraction)} us per {PERIOD_US} us " \
+               f"per core; {self.hier.describe()})"

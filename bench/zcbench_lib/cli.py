@@ -51,6 +51,20 @@ def _counts(text):
     return sorted(dict.fromkeys(out))
 
 
+def _workers(text):
+    from .scaling import parse_counts
+    try:
+        return parse_counts(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+WORKERS_HELP = ("workers of every server, or a list (1,4,8): each count on its own CPUs (the "
+                "servers on N CPUs, wrk on the others with a thread per CPU, the CPU budget per "
+                "server core), with a scaling table and figure; a count the machine cannot give "
+                "N cores and keep one for wrk is measured but said not to be server-bound")
+
+
 def _fraction(text):
     from .budget import parse_fraction
     try:
@@ -95,8 +109,8 @@ def build_parser():
                         "zchttpd-uring, floor-uring: the same on io_uring, --event io_uring; "
                         "zchttpd-tls, nginx-tls: HTTPS)")
     s.add_argument("--server-cpu", type=_fraction, default="0.5",
-                   help="CPU budget of every server, a fraction of one CPU (cgroup CPU quota per "
-                        "100 ms period); 0: no quota (the unconstrained method)")
+                   help="CPU budget of every server per core it runs on, a fraction of one CPU "
+                        "(cgroup CPU quota per 100 ms period); 0: no quota (the unconstrained method)")
     s.add_argument("--sizes", type=_sizes, default="500,1k,2k,5k,10k,20k,50k,100k,200k",
                    help="file sizes (k = 1024 bytes)")
     s.add_argument("--modes", type=_list(("keepalive", "close")), default="keepalive,close",
@@ -105,7 +119,7 @@ def build_parser():
     s.add_argument("--runs", type=_positive, default=5, help="interleaved repetitions (median reported)")
     s.add_argument("--duration", type=_duration, default="5s", help="wrk duration per point")
     s.add_argument("--connections", type=_positive, default=50, help="wrk connections (-c)")
-    s.add_argument("--workers", type=_positive, default=1, help="workers of every server")
+    s.add_argument("--workers", type=_workers, default="1", help=WORKERS_HELP)
     s.add_argument("--out", default=None, help="result directory (default build/bench/static-<timestamp>)")
     s.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     s.add_argument("--quick", action="store_true",
@@ -113,7 +127,7 @@ def build_parser():
     s.add_argument("--no-plot", action="store_true", help="skip the PNG figures")
     s.add_argument("--no-pin", dest="pin", action="store_false",
                    help="do not pin the servers and wrk to separate CPUs (default: the servers "
-                        "get the last --workers CPUs, wrk the rest)")
+                        "get the last --workers CPUs, wrk the rest, with a thread per CPU)")
 
     rp = sub.add_parser(
         "report", help="redo the tables and figures of a `zcbench static` result directory",
@@ -204,8 +218,10 @@ def build_parser():
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     rpl.add_argument("--trace", required=True, help="the trace file")
     rpl.add_argument("--requests", type=_positive, default=100000, help="requests played (a prefix)")
-    rpl.add_argument("--servers", type=_list(("zchttpd", "nginx", "h2o")), default="zchttpd,nginx,h2o",
-                     help="servers to compare")
+    rpl.add_argument("--servers", type=_list(("zchttpd", "nginx", "h2o", "floor")),
+                     default="zchttpd,nginx,h2o,floor",
+                     help="servers to compare (floor: bench/floor/zcfloor.c with every object in "
+                          "memory, the least a server can do per request on this trace)")
     rpl.add_argument("--policies", type=_list(REPLAY_POLICIES), default="gdsf,gds1,lru",
                      help="zchttpd --cache-policy values, one configuration each")
     rpl.add_argument("--cache-size", default="5%",
@@ -223,8 +239,14 @@ def build_parser():
                           "(small receive buffers, paced reads of a 1 MiB file) beside wrk, e.g. 0,16,64")
     rpl.add_argument("--connections", type=_positive, default=16, help="wrk connections (-c)")
     rpl.add_argument("--runs", type=_positive, default=3, help="interleaved repetitions (median reported)")
-    rpl.add_argument("--server-cpu", type=_fraction, default="0.5",
-                     help="CPU budget of every server, a fraction of one CPU; 0: no quota")
+    rpl.add_argument("--server-cpu", type=_fraction, default="0.25",
+                     help="CPU budget of every server per core it runs on, a fraction of one CPU; "
+                          "0: no quota.  wrk with replay.lua costs about 60 us of CPU per request "
+                          "on this 2-core machine, so one wrk core tops out near 15k req/s: at 0.5 "
+                          "CPU every fast server is client-bound; at 0.25 the floor (the fastest, "
+                          "about 26 us per request) keeps wrk near 0.55 of its core")
+    rpl.add_argument("--workers", type=_workers, default="1",
+                     help=WORKERS_HELP + "; zchttpd's --cache-size is the whole server's, whatever N")
     rpl.add_argument("--out", default=None, help="result directory (default build/bench/replay-<timestamp>)")
     rpl.add_argument("--root-base", default=None,
                      help="where document roots are kept (default build/bench/replay-roots)")
@@ -262,13 +284,13 @@ def cmd_static(a):
     os.makedirs(a.out, exist_ok=True)
     meta, rows, summary, ratios, problems = static.run(a)
     report.write_all(a.out, meta, rows, summary, ratios)
-    figs = []
-    if not a.no_plot:
-        try:
-            figs = report.plot(a.out, summary, a.servers, note=report.budget_note(meta))
-        except ImportError:
-            print("zcbench: matplotlib missing (run ci/deps.sh): no PNG figures", file=sys.stderr)
-    text = report.table(summary, ratios, a.servers, rows, budget=a.server_cpu)
+    try:
+        text, figs = static.present(a.out, meta, rows, summary, ratios, a.servers, a.server_cpu,
+                                    plot=not a.no_plot)
+    except ImportError:
+        print("zcbench: matplotlib missing (run ci/deps.sh): no PNG figures", file=sys.stderr)
+        text, figs = static.present(a.out, meta, rows, summary, ratios, a.servers, a.server_cpu,
+                                    plot=False)
     if a.json:
         n_cb, n_runs = report.client_bound_count(rows)
         json.dump({"summary": summary, "ratios": ratios, "problems": problems, "out": a.out,
@@ -285,31 +307,32 @@ def cmd_static(a):
 
 
 def cmd_replay(a):
-    from . import replay
+    from . import replay, report
     if a.out is None:
         a.out = os.path.join(build_dir(), "bench", "replay-" + time.strftime("%Y%m%d-%H%M%S"))
     if a.root_base is None:
         a.root_base = os.path.join(build_dir(), "bench", "replay-roots")
-    a.workers = 1
     try:
         meta, rows, summary = replay.run(a)
     except replay.TraceError as e:
         print(f"zcbench: {e}", file=sys.stderr)
         return USAGE_EXIT
     replay.write_all(a.out, meta, rows, summary)
-    fig = None
+    figs = []
     if not a.no_plot:
         try:
-            fig = replay.plot(a.out, summary, meta)
+            figs = replay.plot(a.out, summary, meta)
         except ImportError:
             print("zcbench: matplotlib missing (run ci/deps.sh): no PNG figure", file=sys.stderr)
     if a.json:
-        json.dump({"summary": summary, "out": a.out, "meta": meta}, sys.stdout, indent=1)
+        n_cb, n_runs = report.client_bound_count(rows)
+        json.dump({"summary": summary, "out": a.out, "meta": meta, "client_bound_runs": n_cb,
+                   "runs": n_runs}, sys.stdout, indent=1)
         print()
     else:
-        print(replay.table(summary))
-    print(f"zcbench: results in {a.out}" + (f" ({os.path.basename(fig)})" if fig else ""),
-          file=sys.stderr)
+        print(replay.table(summary, rows, a.server_cpu))
+    print(f"zcbench: results in {a.out}" + (f" ({', '.join(os.path.basename(f) for f in figs)})"
+                                             if figs else ""), file=sys.stderr)
     bad = [s for s in summary if s["errors"]]
     for s in bad:
         print(f"zcbench: errors: {s['server']}: {s['errors']} bad answers", file=sys.stderr)
@@ -368,13 +391,15 @@ def cmd_report(a):
     if data.get("meta", {}).get("benchmark") == "preload":
         from . import preload_cli
         return preload_cli.cmd_report(data, out)
+    from . import static
     rows = data["runs"]
     servers = [s for s in SERVERS if any(r["server"] == s for r in rows)]
-    summary, ratios = report.summarize(rows)
+    summary, ratios = static.summarize(rows)
     meta = data.get("meta", {})
     report.write_all(out, meta, rows, summary, ratios)
-    figs = report.plot(out, summary, servers, note=report.budget_note(meta))
-    print(report.table(summary, ratios, servers, rows, budget=(meta.get("budget") or {}).get("server_cpu")))
+    text, figs = static.present(out, meta, rows, summary, ratios, servers,
+                                (meta.get("budget") or {}).get("server_cpu"))
+    print(text)
     print(f"zcbench: wrote {out} ({', '.join(os.path.basename(f) for f in figs)})", file=sys.stderr)
     return 0
 

@@ -9,6 +9,7 @@ the same client.  `--no-pin` turns it off (the README and docs say which
 mode a published figure used).
 """
 import os
+from dataclasses import dataclass
 
 
 def split(cpus, workers):
@@ -20,6 +21,44 @@ def split(cpus, workers):
         return None, None
     n = max(1, min(workers, len(cpus) - 1))
     return cpus[-n:], cpus[:-n]
+
+
+@dataclass
+class Placement:
+    """Where one worker count runs: the server's CPUs, wrk's CPUs and wrk's
+    threads (one per client CPU, at most one per connection).  cores_short:
+    the server has fewer CPUs than workers (a small machine keeps one CPU
+    for wrk): its workers share cores, so what it measures is not N
+    workers on N cores."""
+    workers: int
+    server_cpus: list
+    client_cpus: list
+    threads: int
+
+    @property
+    def server_cores(self):
+        return len(self.server_cpus) if self.server_cpus else None
+
+    @property
+    def cores_short(self):
+        return self.server_cpus is not None and len(self.server_cpus) < self.workers
+
+    def describe(self):
+        where = (f"servers on CPU {describe(self.server_cpus)}, wrk on CPU "
+                 f"{describe(self.client_cpus)} ({self.threads} thread(s))")
+        if self.cores_short:
+            where += (f"; {self.workers} workers share {len(self.server_cpus)} core(s): not a "
+                      f"{self.workers}-core measurement on this {len(self.server_cpus) + len(self.client_cpus)}"
+                      f"-CPU machine")
+        return where
+
+
+def place(cpus, workers, connections, pin=True):
+    """The Placement of `workers` workers on cpus (split()); unpinned or on
+    one CPU: no CPUs named and one wrk thread (the method before pinning)."""
+    server_cpus, client_cpus = split(cpus, workers) if pin else (None, None)
+    n = len(client_cpus) if client_cpus else 1
+    return Placement(workers, server_cpus, client_cpus, max(1, min(n, connections)))
 
 
 def available():

@@ -4,17 +4,32 @@ The trace (docs/trace-format.md; access logs through bench/trace/clf2trace.py)
 becomes a document root -- every object a file of its size, `/o/ID` -- and a
 request list, the first --requests requests in order.  wrk plays that list
 once over --connections persistent connections (replay.lua: one Lua state
-hands the requests out in order; every answer's status is checked; the run
-ends at the last answer), against each server started afresh (cold cache)
-under the same CPU budget as the other web benchmarks (budget.py, cpu.py's
-client-bound marking):
+per wrk thread hands its share of the requests out in order; every
+answer's status is checked; the run ends at the last answer), against each
+server started afresh (cold cache) under a CPU budget (budget.py; 0.25 CPU
+per server core by default, where wrk -- about 60 us of CPU per request
+with its Lua script -- is not the limit on a 2-core machine) with
+cpu.py's client-bound marking: a run where wrk used more than 80 % of its
+cores is left out of the medians, and the table says how many were:
 
-  zchttpd-POLICY  zchttpd --workers 1 --cache-policy POLICY --cache-size B
-                  for every --policies entry; its cache hit ratio is read
-                  from its status endpoint (hits and misses during the run)
-                  and put beside gdssim's for the same requests, policy and
-                  cache size
+  zchttpd-POLICY  zchttpd --workers N --cache-policy POLICY --cache-size B
+                  for every --policies entry; B is the whole server's
+                  budget whatever N is (passed once); its cache hit ratio
+                  is read from its status endpoint (hits and misses during
+                  the run, all workers) and put beside gdssim's for the
+                  same requests, policy and cache size
   nginx, h2o      servers.py's configurations (nginx with open_file_cache)
+  floor           bench/floor/zcfloor.c: every object read into memory at
+                  start, one recv and one send of a canned response per
+                  request -- the least a server can do on this trace; the
+                  table gives every server's ratio to it ("vs floor")
+
+With --workers N,... (scaling.py) every point is measured at each worker
+count: the servers on N CPUs of their own, wrk on the others with a thread
+per CPU (each thread plays every T-th request of the list); a count the
+machine cannot give N cores while keeping one for wrk is said not to be
+server-bound.  The scaling table gives requests/s, CPU per request, the
+ratio to the floor and the live hit ratio per N.
 
 The live and simulated hit ratios differ for known reasons: the server sees
 the requests of --connections connections interleaved as they complete, not
@@ -40,6 +55,7 @@ Objects' content is deterministic (a fixed random block, shifted by the id),
 starts with "o:" so that no body begins like a filler answer (replay.lua),
 and is written once per object set under build/bench/replay-roots/.
 """
+import dataclasses
 import hashlib
 import json
 import os
@@ -51,7 +67,7 @@ import tempfile
 import time
 
 from . import figure
-from . import build_dir, pinning, servers, wrk
+from . import build_dir, pinning, scaling, servers, wrk
 from . import budget as bg
 from . import memlimit
 from . import report
@@ -67,7 +83,8 @@ FILLER_BODY = b"zcbench-filler\n"
 STATUS_MARK = '{"workers":'        # zchttpd's status page begins so
 POLICIES = ("gds1", "gdsp", "gdsf", "gdsf-all", "lru")
 CACHE_SHARE = 0.9      # of a memory limit, zchttpd's --cache-size (the rest: heap, sockets)
-PEERS = ("nginx", "h2o")
+PEERS = ("nginx", "h2o", "floor")
+START_TIMEOUT_S = 120  # the floor reads every object into memory before it answers
 _BLOCK = random.Random(0x5eed).randbytes(1 << 20)
 
 
@@ -209,33 +226,53 @@ def simulate(trace_path, policies, cache_bytes):
 
 # -- one run --------------------------------------------------------------------
 
-def play(srv, list_path, connections, client_cpus, filler, mark, time_limit_s):
-    """wrk plays the list once against srv (replay.lua); a wrk.WrkResult
+def merge_results(parts):
+    """One result from the threads' OUT.k objects (replay.lua): their
+    counts added up, the run's time from the earliest start to the latest
+    end, the bad answers by status."""
+    statuses = {}
+    for p in parts:
+        for k, v in p.get("bad_statuses", {}).items():
+            statuses[k] = statuses.get(k, 0) + v
+    return {"requests": sum(p["requests"] for p in parts), "bad": sum(p["bad"] for p in parts),
+            "bytes": sum(p["bytes"] for p in parts),
+            "elapsed_s": max(p["end_s"] for p in parts) - min(p["start_s"] for p in parts),
+            "bad_statuses": statuses}
+
+
+def play(srv, list_path, connections, client_cpus, filler, mark, time_limit_s, threads=1):
+    """wrk plays the list once against srv (replay.lua, `threads` wrk
+    threads, each with every threads-th request); a wrk.WrkResult
     (requests, duration, bytes, bad answers as non_2xx_3xx) with the
     client's CPU time.  WrkError if the run did not complete."""
     out = list_path + ".result.json"
-    if os.path.exists(out):
-        os.unlink(out)
-    argv = [wrk.find_wrk(), "-t1", f"-c{connections}", f"-d{int(time_limit_s)}s", "-s", LUA,
-            srv.url("/"), "--", list_path, filler, mark, out]
+    outs = [f"{out}.{k}" for k in range(1, threads + 1)]
+    for o in outs:
+        if os.path.exists(o):
+            os.unlink(o)
+    argv = [wrk.find_wrk(), f"-t{threads}", f"-c{connections}", f"-d{int(time_limit_s)}s", "-s", LUA,
+            srv.url("/"), "--", list_path, filler, mark, out, str(threads)]
     cpu0, waits0 = children_cpu_seconds(), children_waits()
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=time_limit_s + 30,
                            preexec_fn=pinning.preexec(client_cpus))
     except subprocess.TimeoutExpired:
         raise wrk.WrkError(f"wrk did not finish: {' '.join(argv)}") from None
-    if not os.path.exists(out):
+    if not all(os.path.exists(o) for o in outs):
         raise wrk.WrkError(f"the replay did not complete in {time_limit_s:.0f} s against "
                            f"{srv.name} (exit {p.returncode}):\n{p.stdout}{p.stderr}")
-    with open(out) as f:
-        got = json.load(f)
+    parts = []
+    for o in outs:
+        with open(o) as f:
+            parts.append(json.load(f))
+    got = merge_results(parts)
     r = wrk.WrkResult(requests=got["requests"], duration_s=got["elapsed_s"],
                       bytes_read=got["bytes"], non_2xx_3xx=got["bad"])
     r.requests_per_s = r.requests / r.duration_s if r.duration_s else 0.0
     r.bytes_per_s = r.bytes_read / r.duration_s if r.duration_s else 0.0
     r.client_cpu_s = children_cpu_seconds() - cpu0
     r.client_waits = children_waits() - waits0
-    r.bad_statuses = got.get("bad_statuses", {})
+    r.bad_statuses = got["bad_statuses"]
     return r
 
 
@@ -288,8 +325,18 @@ def run(opts, log=sys.stderr):
     trace_path = os.path.join(opts.out, "played.trace")
     write_list(list_path, reqs)
     write_trace(trace_path, reqs)
-    meta, server_cpus, client_cpus = setup(
-        opts, "replay", [c[0] for c in configs(opts, 0, opts.page_cache)], budget, log)
+    if limits[0][0] and "floor" in opts.servers:
+        raise TraceError("the floor holds every object in memory (twice): it has no place in "
+                         "--memory-limit runs; leave it out of --servers")
+    meta, _, _ = setup(opts, "replay", [c[0] for c in configs(opts, 0, opts.page_cache)], budget, log)
+    places = {n: pinning.place(pinning.available(), n, opts.connections, getattr(opts, "pin", True))
+              for n in opts.workers}
+    # every wrk thread plays a share of the list: at least one request each
+    places = {n: dataclasses.replace(p, threads=min(p.threads, len(reqs))) for n, p in places.items()}
+    meta["placements"] = {str(n): {**scaling.placement_fields(p), "server_cpus": p.server_cpus,
+                                   "client_cpus": p.client_cpus} for n, p in places.items()}
+    for n, p in places.items():
+        print(f"zcbench: {n} worker(s): {p.describe()}", file=log, flush=True)
     meta.update(trace=os.path.abspath(opts.trace), requests=len(reqs), objects=len(objs),
                 unique_bytes=unique, cache_bytes=opts.cache_bytes, root=root,
                 memory_limits=[{"label": lab, "bytes": b} for lab, b in limits], simulated={})
@@ -297,7 +344,7 @@ def run(opts, log=sys.stderr):
     rows = []
     time_limit = max(120.0, len(reqs) / 200.0)
     slows = opts.slow_clients or [0]
-    total = opts.runs * len(limits) * len(slows) * len(configs(opts, 0, opts.page_cache))
+    total = opts.runs * len(limits) * len(slows) * len(places) * len(configs(opts, 0, opts.page_cache))
     point = 0
     # Slow-client counts are interleaved within each run (not measured one
     # after the other): the first runs after the objects were written meet
@@ -314,31 +361,35 @@ def run(opts, log=sys.stderr):
               + (f"; slow clients {', '.join(map(str, slows))}" if slows != [0] else "")
               + f"; zchttpd cache {cache / 1e6:,.1f} MB; gdssim hit ratios "
               + ", ".join(f"{p} {h:.3f}" for p, h in sim.items()), file=log, flush=True)
-        for run_no, nslow in ((r, n) for r in range(1, opts.runs + 1) for n in slows):
+        for run_no, nslow, place in ((r, n, p) for r in range(1, opts.runs + 1) for n in slows
+                                     for p in places.values()):
             k = (run_no - 1) % len(cfgs)
             for label, name, extra, policy in cfgs[k:] + cfgs[:k]:
                 point += 1
                 print(f"[{point}/{total}] run {run_no}/{opts.runs} {label}"
+                      + (f" with {place.workers} workers" if len(places) > 1 else "")
                       + (f" at {lim_label}" if lim else "")
                       + (f" with {nslow} slow" if nslow else "") + " ... ", end="", file=log, flush=True)
                 group = memlimit.MemGroup(lim) if lim else None
                 if lim:
                     memlimit.drop_cached(root)   # everyone starts cold
-                srv = servers.Server(name, root, tmp, workers=1, extra_args=extra, cpus=server_cpus,
-                                     budget=budget, private_copy=True, label=label, mem_group=group)
+                srv = servers.Server(name, root, tmp, workers=place.workers, extra_args=extra,
+                                     cpus=place.server_cpus, budget=budget, private_copy=True,
+                                     label=label, mem_group=group)
                 disk = peak = None
                 try:
-                    srv.start()
+                    srv.start(START_TIMEOUT_S)
                     filler, mark = (("/.zc/status", STATUS_MARK) if name == "zchttpd"
                                     else ("/" + FILLER_FILE, FILLER_BODY.decode()))
                     before = cache_counts(srv) if name == "zchttpd" else None
+                    client_cpus = place.client_cpus
                     with SlowClients(srv.port, "/" + SLOW_FILE, nslow, client_cpus) as slow:
                         disk0 = memlimit.read_bytes(srv.pids())
                         slow0 = slow.bytes
                         res, fields = measure(srv, lambda: play(srv, list_path, opts.connections,
                                                                 client_cpus, filler, mark,
-                                                                time_limit),
-                                              client_cpus, 1)
+                                                                time_limit, place.threads),
+                                              client_cpus, place.threads)
                         disk = memlimit.read_bytes(srv.pids()) - disk0
                         slow_mb = (slow.bytes - slow0) / 1e6
                     after = cache_counts(srv) if name == "zchttpd" else None
@@ -353,13 +404,15 @@ def run(opts, log=sys.stderr):
                        "duration_s": res.duration_s, "requests_per_s": res.requests_per_s,
                        "mbytes_per_s": res.bytes_per_s / 1e6, "errors": res.non_2xx_3xx,
                        "bad_statuses": res.bad_statuses, "disk_read_mb": disk / 1e6,
-                       "peak_mb": peak / 1e6 if peak else None, **fields}
+                       "peak_mb": peak / 1e6 if peak else None, **fields,
+                       **scaling.placement_fields(place)}
                 if before is not None:
                     hits, misses = after[0] - before[0], after[1] - before[1]
                     row["hit_ratio"] = hits / (hits + misses) if hits + misses else None
                     row["sim_hit_ratio"] = sim.get(policy)
                 rows.append(row)
-                note = "  (client-bound)" if row["client_bound"] else ""
+                note = (f"  (client-bound: wrk at {row['client_cpu_util']:.0%} of "
+                        f"{place.threads} core(s))" if row["client_bound"] else "")
                 if row["errors"]:
                     note += f"  ({row['errors']} bad answers: {row['bad_statuses']})"
                 hr = f", hit ratio {row['hit_ratio']:.3f} (gdssim {row['sim_hit_ratio']:.3f})" \
@@ -372,80 +425,122 @@ def run(opts, log=sys.stderr):
 
 
 def summarize(rows):
-    """Per memory limit and configuration: medians over the runs that were
-    not client-bound (all runs if every one was), the hit ratios, the bytes
-    read from disk, and the ratio of its median req/s to nginx's and h2o's
-    at the same limit."""
+    """Per memory limit, slow-client count, worker count and configuration:
+    medians over the runs that were not client-bound (all runs if every one
+    was), the hit ratios, the bytes read from disk, and the ratio of its
+    median req/s to nginx's, h2o's and the floor's at the same limit and
+    worker count."""
     by = {}
     for r in rows:
-        by.setdefault((r.get("limit_label"), r.get("slow_clients", 0), r["server"]), []).append(r)
+        by.setdefault((r.get("limit_label"), r.get("slow_clients", 0), r.get("workers") or 1,
+                       r["server"]), []).append(r)
     out = []
-    for (lim, nslow, label), rs in by.items():
-        use = [r for r in rs if not r["client_bound"]] or rs
+    for (lim, nslow, n, label), rs in by.items():
+        counted = [r for r in rs if not r["client_bound"]]
+        use = counted or rs
         s = {"limit": lim, "memory_limit": rs[0].get("memory_limit"), "slow_clients": nslow,
+             "workers": n, "server_cores": rs[0].get("server_cores"),
+             "cores_short": rs[0].get("cores_short"),
              "slow_mb_median": report.median_of(use, "slow_mb"), "server": label, "runs": len(rs),
-             "runs_counted": len([r for r in rs if not r["client_bound"]]),
+             "runs_counted": len(counted), "client_bound_runs": len(rs) - len(counted),
+             "client_bound": not counted,
              "rps_median": statistics.median(r["requests_per_s"] for r in use),
              "rps_min": min(r["requests_per_s"] for r in use),
              "rps_max": max(r["requests_per_s"] for r in use),
              "mbytes_per_s_median": statistics.median(r["mbytes_per_s"] for r in use),
              "cpu_us_per_req_median": report.median_of(use, "server_cpu_us_per_req"),
+             "client_cpu_util_median": report.median_of(use, "client_cpu_util"),
              "disk_read_mb_median": report.median_of(use, "disk_read_mb"),
              "errors": sum(r["errors"] for r in rs)}
         hrs = [r["hit_ratio"] for r in use if r.get("hit_ratio") is not None]
         if hrs:
             s["hit_ratio_median"] = statistics.median(hrs)
+            s["hit_ratio_min"], s["hit_ratio_max"] = min(hrs), max(hrs)
             s["sim_hit_ratio"] = use[0].get("sim_hit_ratio")
         out.append(s)
-    med = {(s["limit"], s["slow_clients"], s["server"]): s["rps_median"] for s in out}
+    med = {(s["limit"], s["slow_clients"], s["workers"], s["server"]): s["rps_median"] for s in out}
     for s in out:
         for peer in PEERS:
-            m = med.get((s["limit"], s["slow_clients"], peer))
+            m = med.get((s["limit"], s["slow_clients"], s["workers"], peer))
             if m and s["server"] != peer:
                 s[f"ratio_vs_{peer}"] = s["rps_median"] / m
     return out
 
 
-def table(summary):
-    """The summary as a Markdown table."""
-    head = ["limit", "slow", "server", "req/s median (range)", "MB/s", "CPU us/req", "hit ratio live",
-            "gdssim", "MB from disk", "vs nginx", "vs h2o", "errors"]
+def table(summary, rows=None, budget=None):
+    """The summary as a Markdown table (a workers column when there are
+    several worker counts), and with rows the line on client-bound runs;
+    with several worker counts, the scaling table (scaling.py) with the
+    live hit ratio of each zchttpd configuration."""
+    many = len({s["workers"] for s in summary}) > 1
+    head = (["limit", "slow"] + (["workers"] if many else []) +
+            ["server", "req/s median (range)", "MB/s", "CPU us/req", "wrk CPU", "hit ratio live",
+             "gdssim", "MB from disk"] + [f"vs {p}" for p in PEERS] + ["errors"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summary:
         def f(k, fmt):
             return "-" if s.get(k) is None else format(s[k], fmt)
-        lines.append("| " + " | ".join([
-            s["limit"] or "-", str(s["slow_clients"]), s["server"] + ("" if s["runs_counted"] else "*"),
-            f"{s['rps_median']:,.0f} ({s['rps_min']:,.0f}-{s['rps_max']:,.0f})",
-            f("mbytes_per_s_median", ",.1f"), f("cpu_us_per_req_median", ".1f"),
-            f("hit_ratio_median", ".3f"), f("sim_hit_ratio", ".3f"),
-            f("disk_read_mb_median", ",.1f"), f("ratio_vs_nginx", ".2f"), f("ratio_vs_h2o", ".2f"), str(s["errors"])]) + " |")
+        lines.append("| " + " | ".join(
+            [s["limit"] or "-", str(s["slow_clients"])] + ([str(s["workers"])] if many else []) + [
+                s["server"] + ("*" if s["client_bound"] else ""),
+                f"{s['rps_median']:,.0f} ({s['rps_min']:,.0f}-{s['rps_max']:,.0f})",
+                f("mbytes_per_s_median", ",.1f"), f("cpu_us_per_req_median", ".1f"),
+                f("client_cpu_util_median", ".2f"), f("hit_ratio_median", ".3f"),
+                f("sim_hit_ratio", ".3f"), f("disk_read_mb_median", ",.1f")]
+            + [f(f"ratio_vs_{p}", ".2f") for p in PEERS] + [str(s["errors"])]) + " |")
+    if rows is not None:
+        lines += ["", report.client_bound_note(rows, budget=budget)]
+    if many:
+        names = list(dict.fromkeys(s["server"] for s in summary))
+        zc = [n for n in names if any(s["server"] == n and s.get("hit_ratio_median") is not None
+                                      for s in summary)]
+        extra = [(f"{n} hit ratio live", lambda es, n=n: next(
+            (f"{e['hit_ratio_median']:.3f}" for e in es if e["server"] == n
+             and e.get("hit_ratio_median") is not None), "-")) for n in zc]
+        lines += ["", scaling.scaling_table(
+            summary, names, lambda e: (e["limit"], e["slow_clients"]),
+            lambda k: "replay" + (f" at memory limit {k[0]}" if k[0] else "")
+            + (f" with {k[1]} slow clients" if k[1] else ""), extra=extra)]
     return "\n".join(lines)
 
 
 def write_all(out_dir, meta, rows, summary):
-    fields = ["run", "limit_label", "memory_limit", "slow_clients", "slow_mb", "server", "policy", "requests", "duration_s",
+    fields = ["run", "limit_label", "memory_limit", "slow_clients", "slow_mb", "workers", "server_cores",
+              "wrk_threads", "server", "policy", "requests", "duration_s",
               "requests_per_s", "mbytes_per_s", "errors", "hit_ratio", "sim_hit_ratio", "disk_read_mb",
               "peak_mb", "server_cpu_s", "server_cpu_us_per_req", "server_cpu_util", "client_cpu_util",
               "client_bound"]
     report.write_csv(os.path.join(out_dir, "results.csv"), rows, fields)
     report.write_csv(os.path.join(out_dir, "summary.csv"), summary,
-                     ["limit", "memory_limit", "slow_clients", "slow_mb_median", "server", "runs", "runs_counted", "rps_median", "rps_min",
-                      "rps_max", "mbytes_per_s_median", "cpu_us_per_req_median", "hit_ratio_median",
-                      "sim_hit_ratio", "disk_read_mb_median", "ratio_vs_nginx", "ratio_vs_h2o",
-                      "errors"])
+                     ["limit", "memory_limit", "slow_clients", "slow_mb_median", "workers", "server_cores",
+                      "server", "runs", "runs_counted", "rps_median", "rps_min",
+                      "rps_max", "mbytes_per_s_median", "cpu_us_per_req_median", "client_cpu_util_median",
+                      "hit_ratio_median", "sim_hit_ratio", "disk_read_mb_median", "ratio_vs_nginx",
+                      "ratio_vs_h2o", "ratio_vs_floor", "errors"])
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump({"meta": meta, "runs": rows, "summary": summary}, f, indent=1)
         f.write("\n")
 
 
 def plot(out_dir, summary, meta, dpi=80):
-    """replay.png.  Without memory limits: requests/s per server (median,
+    """replay.png (for the smallest worker count) and, with several worker
+    counts, replay-scaling.png (scaling.plot_scaling); the paths.  Without
+    memory limits: requests/s per server (median,
     range) and, for zchttpd's policies, the live hit ratio beside gdssim's.
     With them (IO-Lite Table 1): requests/s and bytes read from disk against
     the memory limit, one line per server."""
     plt = figure.pyplot()
 
+    paths = []
+    counts = sorted({s["workers"] for s in summary})
+    if len(counts) > 1:
+        paths.append(scaling.plot_scaling(
+            out_dir, summary, list(dict.fromkeys(s["server"] for s in summary)),
+            lambda e: (e["limit"], e["slow_clients"]),
+            lambda k: "replay" + (f" at {k[0]}" if k[0] else "") + (f", {k[1]} slow clients" if k[1] else ""),
+            "replay-scaling", f"zcbench replay: {meta['requests']:,} requests; {report.budget_note(meta)}",
+            report.STYLE, dpi))
+        summary = [s for s in summary if s["workers"] == counts[0]]
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=dpi)
     limited = any(s.get("memory_limit") for s in summary)
     slowed = len({s["slow_clients"] for s in summary}) > 1
@@ -508,4 +603,4 @@ def plot(out_dir, summary, meta, dpi=80):
         b.legend()
     fig.suptitle(f"{meta['requests']:,} requests, {meta['objects']:,} objects "
                  f"({meta['unique_bytes'] / 1e6:,.0f} MB); {report.budget_note(meta)}", fontsize=9)
-    return figure.save(fig, out_dir, "replay.png", dpi)
+    return [figure.save(fig, out_dir, "replay.png", dpi)] + paths

@@ -39,12 +39,13 @@ RAW_FIELDS = ["run", "size", "size_label", "mode", "server", "requests", "durati
               "requests_per_s", "mbytes_per_s", "latency_p50_ms", "latency_p99_ms",
               "errors", "socket_errors", "non_2xx_3xx", "server_conns",
               "server_cpu_s", "server_cpu_us_per_req", "server_cpu_util", "throttled_share",
-              "client_cpu_util", "client_waits_per_req", "client_bound", "wrk_retries", "client_cpus_busy", "server_cpus_busy", "loadavg1"]
+              "client_cpu_util", "client_waits_per_req", "client_bound", "wrk_retries", "client_cpus_busy", "server_cpus_busy", "loadavg1",
+              "workers", "server_cores", "wrk_threads", "cores_short"]
 SUMMARY_FIELDS = ["mode", "size", "size_label", "server", "runs", "runs_counted", "client_bound_runs",
                   "client_bound", "rps_median", "rps_min", "rps_max", "mbytes_per_s_median",
                   "cpu_us_per_req_median", "cpu_us_per_req_min", "cpu_us_per_req_max",
                   "server_cpu_util_median", "client_cpu_util_median", "errors",
-                  "ratio_vs_nginx", "ratio_vs_h2o", "ratio_vs_floor"]
+                  "workers", "server_cores", "ratio_vs_nginx", "ratio_vs_h2o", "ratio_vs_floor"]
 
 
 def median_of(rs, key):
@@ -143,8 +144,9 @@ def client_bound_note(rows, limit=CLIENT_BOUND, budget=None):
     by = {}
     for r in rows:
         if row_client_bound(r):
-            by[(r["mode"], r["server"])] = by.get((r["mode"], r["server"]), 0) + 1
-    detail = ", ".join(f"{m} {s} {k}" for (m, s), k in sorted(by.items()))
+            key = (r.get("mode") or "", r["server"])
+            by[key] = by.get(key, 0) + 1
+    detail = ", ".join(f"{m} {s} {k}".lstrip() for (m, s), k in sorted(by.items()))
     text = (f"Client-bound runs: {n} of {total} (wrk above {limit:.0%} of its core; left out of "
             f"medians and ratios; * = every run of that point was client-bound)"
             + (f": {detail}" if detail else "") + ".")
@@ -204,11 +206,11 @@ def write_all(out_dir, meta, rows, summary, ratios, reference=REFERENCE, peers=S
     os.makedirs(out_dir, exist_ok=True)
     write_csv(os.path.join(out_dir, "results.csv"), rows, RAW_FIELDS)
     srows = []
-    rmap = {(r["size"], r["mode"], r["peer"]): r for r in ratios}
+    rmap = {(r["size"], r["mode"], r.get("workers"), r["peer"]): r for r in ratios}
     for s in summary:
         row = dict(s)
         for peer in peers:
-            r = rmap.get((s["size"], s["mode"], peer))
+            r = rmap.get((s["size"], s["mode"], s.get("workers"), peer))
             if s["server"] == reference and r:
                 row[f"ratio_vs_{peer}"] = r["rps_ratio"]
         srows.append(row)
@@ -312,17 +314,17 @@ def cpu_table(summary, ratios, servers, reference=REFERENCE):
     return "\n".join(out)
 
 
-_STYLE = {"zchttpd": ("tab:red", "o", "-"), "nginx": ("tab:green", "s", "-"),
+STYLE = {"zchttpd": ("tab:red", "o", "-"), "nginx": ("tab:green", "s", "-"),
           "h2o": ("tab:blue", "^", "-"), "floor": ("dimgray", "D", "--"),
           "zchttpd-uring": ("tab:orange", "o", "-."), "floor-uring": ("black", "D", ":")}
 
 
-def plot(out_dir, summary, servers, dpi=80, note="", what="static", style=None):
+def plot(out_dir, summary, servers, dpi=80, note="", what="static", style=None, suffix=""):
     """One PNG per mode (IO-Lite Figures 3/4): x = file size; left panel
     throughput in Mb/s, right panel requests/s; one line per server (the
     floor dashed); a point whose every run was client-bound has a hollow
-    marker.  note goes under the title (the CPU budget).  Returns the
-    paths written."""
+    marker.  note goes under the title (the CPU budget); suffix ends the
+    file names (a worker count's "-w4").  Returns the paths written."""
     plt = figure.pyplot()
 
     paths = []
@@ -336,7 +338,7 @@ def plot(out_dir, summary, servers, dpi=80, note="", what="static", style=None):
             if not pts:
                 continue
             xs = [p[0] / 1024 for p in pts]
-            color, marker, line = (style or _STYLE).get(server, (None, "x", "-"))
+            color, marker, line = (style or STYLE).get(server, (None, "x", "-"))
             for ax, ys in ((ax_bw, [p[1]["mbytes_per_s_median"] * 8 for p in pts]),
                            (ax_rps, [p[1]["rps_median"] for p in pts])):
                 ax.plot(xs, ys, linestyle=line, color=color, label=server)
@@ -361,16 +363,16 @@ def plot(out_dir, summary, servers, dpi=80, note="", what="static", style=None):
         sub = note + ("; hollow: every run client-bound" if any_cb else "")
         fig.suptitle(f"zcbench {what}: {titles.get(mode, mode)}, median of runs"
                      + (f"\n{sub}" if sub else ""), fontsize=11)
-        paths.append(figure.save(fig, out_dir, f"{what}-{mode}.png", dpi))
+        paths.append(figure.save(fig, out_dir, f"{what}-{mode}{suffix}.png", dpi))
     return paths
 
 
 def budget_note(meta):
-    """"server budget 0.5 CPU (cgroup quota), wrk on its own core" or the
+    """"server budget 0.5 CPU per server core (cgroup quota), wrk on the other core(s)" or the
     unconstrained method's note, from a result's meta."""
     b = (meta or {}).get("budget")
     if not b:
         return "no CPU budget (before issue 15's method)"
     if not b.get("server_cpu"):
         return "no CPU budget (--server-cpu 0)"
-    return f"server budget {b['server_cpu']:g} CPU (cgroup quota), wrk on the other core"
+    return f"server budget {b['server_cpu']:g} CPU per server core (cgroup quota), wrk on the other core(s)"

@@ -295,7 +295,7 @@ class Server:
         try:
             preexec = pinning.preexec(self.cpus)
             if self.budget is not None:
-                self.group = self.budget.new_group(self.name)
+                self.group = self.budget.new_group(self.name, len(self.cpus) if self.cpus else 1)
                 if self.group is not None:
                     preexec = self.group.create().preexec(self.cpus)
             if self.mem_group is not None:

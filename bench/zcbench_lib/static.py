@@ -34,7 +34,7 @@ import time
 
 from . import budget as bg
 from . import docroot as dr
-from . import pinning, report, servers, wrk
+from . import pinning, report, scaling, servers, wrk
 from .cpu import busy_share, client_cores, cpu_times, is_client_bound
 
 DEFAULT_SIZES = "500,1k,2k,5k,10k,20k,50k,100k,200k"
@@ -130,7 +130,7 @@ def run_one(srv, path, mode, connections, duration_s, client_cpus=None, threads=
     return row
 
 
-def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr):
+def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr, threads=1, tag=""):
     """The measurement loop shared by `zcbench static` and `zcbench fastcgi`:
     start(name) every server (or configuration), then
 
@@ -142,9 +142,10 @@ def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr):
     people's `pkill zchttpd` stopped the benchmark's servers now and then.
     An interrupted or failed run writes what it measured to
     results-partial.json.  Every server is stopped at the end.  Returns
-    (rows, problems)."""
+    (rows, problems).  threads: wrk's (-t); tag: what the progress lines
+    say before each point (the worker count)."""
     started, rows, problems = [], [], []
-    meta["restarts"] = []
+    meta.setdefault("restarts", [])
     total = 0
 
     def restart(srv, j, order, why, where):
@@ -160,7 +161,7 @@ def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr):
     def measured(srv, j, order, path, mode, where):
         while True:
             try:
-                row = run_one(srv, path, mode, opts.connections, opts.duration_s, client_cpus)
+                row = run_one(srv, path, mode, opts.connections, opts.duration_s, client_cpus, threads)
                 if srv.proc.poll() is None:
                     return srv, row
                 why = f"{srv.name} died during the run"
@@ -185,15 +186,15 @@ def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr):
                 for mode in opts.modes:
                     for j, srv in enumerate(order):
                         i += 1
-                        print(f"[{i}/{total}] run {run_no}/{opts.runs} size {label} {mode} {srv.name} ... ",
+                        print(f"[{i}/{total}] {tag}run {run_no}/{opts.runs} size {label} {mode} {srv.name} ... ",
                               end="", file=log, flush=True)
                         srv, row = measured(srv, j, order, path_of(srv, size), mode,
                                             {"run": run_no, "size": size, "mode": mode, "point": i})
                         row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name,
                                    loadavg1=os.getloadavg()[0])
                         rows.append(row)
-                        note = "  (client-bound: wrk at {:.0%})".format(row["client_cpu_util"]) \
-                            if row["client_bound"] else ""
+                        note = "  (client-bound: wrk at {:.0%} of {} core(s))".format(
+                            row["client_cpu_util"], threads) if row["client_bound"] else ""
                         if row["requests"] == 0 or row["errors"] > ERROR_FRACTION * row["requests"]:
                             msg = (f"{srv.name} {label} {mode} run {run_no}: {row['errors']} errors "
                                    f"({row['socket_errors']} socket, {row['non_2xx_3xx']} status>399) "
@@ -226,7 +227,8 @@ def setup(opts, what, names, budget, log=sys.stderr):
         "duration_s": opts.duration_s, "connections": opts.connections, "workers": opts.workers,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_note(),
     }
-    server_cpus, client_cpus = (pinning.split(pinning.available(), opts.workers)
+    first = opts.workers[0] if isinstance(opts.workers, list) else opts.workers
+    server_cpus, client_cpus = (pinning.split(pinning.available(), first)
                                 if getattr(opts, "pin", True) else (None, None))
     meta["placement"] = {"server_cpus": server_cpus, "client_cpus": client_cpus}
     meta["budget"] = budget.as_dict()
@@ -239,13 +241,29 @@ def setup(opts, what, names, budget, log=sys.stderr):
     return meta, server_cpus, client_cpus
 
 
+def summarize(rows, reference=report.REFERENCE):
+    """report.summarize per worker count: (summary, ratios), every entry
+    with its "workers" and the placement of its rows (scaling.py)."""
+    summary, ratios = [], []
+    for n, rs in scaling.by_workers(rows).items():
+        s, r = report.summarize(rs, reference)
+        where = {k: rs[0].get(k) for k in ("server_cores", "wrk_threads", "cores_short")}
+        for e in s:
+            e.update(workers=n, **where)
+        for e in r:
+            e["workers"] = n
+        summary += s
+        ratios += r
+    return summary, ratios
+
+
 def finish(meta, rows, problems, reference=report.REFERENCE, log=sys.stderr):
     """Summary and ratios of the rows (against `reference`); meta completed."""
     if meta["restarts"]:
         print(f"zcbench: {len(meta['restarts'])} server(s) refused connections and were started "
               f"again: {', '.join(r['server'] + ' at point ' + str(r['point']) for r in meta['restarts'])} "
               "(results.json: meta.restarts)", file=log)
-    summary, ratios = report.summarize(rows, reference)
+    summary, ratios = summarize(rows, reference)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     meta["machine_after"] = machine_note()
     meta["problems"] = problems
@@ -261,28 +279,74 @@ def run(opts, log=sys.stderr):
     os.chmod(tmp, 0o755)
     root = os.path.join(tmp, "docroot")
     files = dr.make_docroot(root, opts.sizes)
-    meta, server_cpus, client_cpus = setup(opts, "static", opts.servers, budget, log)
+    meta, _, _ = setup(opts, "static", opts.servers, budget, log)
+    counts = opts.workers if isinstance(opts.workers, list) else [opts.workers]
+    rows, problems = [], []
+    meta["placements"] = {}
 
-    def start(name):
-        srv = servers.Server(name, root, tmp, workers=opts.workers, cpus=server_cpus, budget=budget,
-                             private_copy=True)
-        srv.start()
-        try:
-            verify_bodies(srv, file_bodies(files))
-        except BaseException:
-            srv.stop()
-            raise
-        meta.setdefault("commands", {})[name] = " ".join(srv.cmdline)
-        print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({opts.workers} worker(s))", file=log)
-        return srv
+    def start_with(place):
+        def start(name):
+            srv = servers.Server(name, root, tmp, workers=place.workers, cpus=place.server_cpus,
+                                 budget=budget, private_copy=True)
+            srv.start()
+            try:
+                verify_bodies(srv, file_bodies(files))
+            except BaseException:
+                srv.stop()
+                raise
+            meta.setdefault("commands", {})[f"{name} {place.workers}"] = " ".join(srv.cmdline)
+            print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({place.workers} worker(s))", file=log)
+            return srv
+        return start
 
     try:
-        rows, problems = drive(opts, opts.servers, start, lambda srv, size: files[size][0],
-                               client_cpus, meta, log)
+        for n in counts:
+            place = pinning.place(pinning.available(), n, opts.connections, getattr(opts, "pin", True))
+            meta["placements"][str(n)] = scaling.placement_fields(place) | {
+                "server_cpus": place.server_cpus, "client_cpus": place.client_cpus}
+            print(f"zcbench: {n} worker(s): {place.describe()}", file=log, flush=True)
+            got, bad = drive(opts, opts.servers, start_with(place), lambda srv, size: files[size][0],
+                             place.client_cpus, meta, log, place.threads,
+                             f"workers {n} " if len(counts) > 1 else "")
+            for r in got:
+                r.update(scaling.placement_fields(place))
+            rows += got
+            problems += bad
     finally:
         save_configs(tmp, opts.out, opts.servers)
         shutil.rmtree(tmp, ignore_errors=True)
     return finish(meta, rows, problems, log=log)
+
+
+def present(out, meta, rows, summary, ratios, names, budget=None, plot=True):
+    """The text (report.table per worker count, and with several the
+    scaling table) and the figures (static-<mode>.png, per worker count
+    static-<mode>-w<N>.png when there are several, static-scaling-<mode>.png)
+    of a result.  Returns (text, figure paths)."""
+    per_n = scaling.by_workers(rows)
+    many = len(per_n) > 1
+    text, figs = [], []
+    for n, rs in per_n.items():
+        s = [e for e in summary if e.get("workers") == n]
+        r = [e for e in ratios if e.get("workers") == n]
+        if many:
+            text.append(f"## {n} worker(s): {scaling.verdict_line(s)}\n")
+        text.append(report.table(s, r, names, rs, budget=budget))
+        if plot:
+            figs += report.plot(out, s, names, note=report.budget_note(meta)
+                                + (f"; {n} workers" if many else ""),
+                                suffix=f"-w{n}" if many else "")
+    if many:
+        text.append(scaling.scaling_table(summary, names, lambda e: (e["mode"] != "keepalive", e["mode"], e["size"]),
+                                          lambda k: f"{k[1]}, {dr.size_label(k[2])}"))
+        if plot:
+            for mode in sorted({e["mode"] for e in summary}):
+                here = [e for e in summary if e["mode"] == mode]
+                figs.append(scaling.plot_scaling(
+                    out, here, names, lambda e: e["size"], dr.size_label,
+                    f"static-scaling-{mode}", f"zcbench static, {mode}: scaling with the worker count; "
+                    + report.budget_note(meta), report.STYLE))
+    return "\n".join(text), figs
 
 
 def save_configs(tmp, out, names=servers.NAMES, more=()):
