@@ -19,31 +19,13 @@
 #include "page_drop.h"
 
 
-void cache_version_of(const struct stat *st, struct zc_file_version *v)
-{
-	v->dev = (uint64_t)st->st_dev;
-	v->ino = (uint64_t)st->st_ino;
-	v->size = (int64_t)st->st_size;
-	v->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
-		      st->st_mtim.tv_nsec;
-	v->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 +
-		      st->st_ctim.tv_nsec;
-}
-
-bool cache_same_version(const struct zc_file_version *a,
-			 const struct zc_file_version *b)
-{
-	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
-}
-
 /* Is (dev, ino, size, times) of st what e says? */
 bool cache_describes(const struct cache_entry *e, const struct stat *st)
 {
 	struct zc_file_version v;
 
-	cache_version_of(st, &v);
-	return cache_same_version(&v, &e->v);
+	zc_file_version_of(st, &v);
+	return zc_file_version_same(&v, &e->v);
 }
 
 bool cache_still_same(const struct cache_entry *e)
@@ -53,8 +35,8 @@ bool cache_still_same(const struct cache_entry *e)
 
 	if (fstatat(e->dirfd, e->fs_path, &st, 0) < 0)
 		return false;
-	cache_version_of(&st, &v);
-	return cache_same_version(&v, &e->v);
+	zc_file_version_of(&st, &v);
+	return zc_file_version_same(&v, &e->v);
 }
 
 /* The headers every full response for this entry repeats, formatted once
@@ -84,7 +66,7 @@ void cache_describe(struct cache_entry *e, unsigned site, int dirfd,
 
 	e->site = site;
 	e->dirfd = dirfd;
-	cache_version_of(st, &e->v);
+	zc_file_version_of(st, &e->v);
 	/* A variant's own tag: never equal to the identity's. */
 	snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx%s%s\"",
 		 (unsigned long long)e->v.mtime_ns,

@@ -116,9 +116,6 @@ void cache_unlock(struct cache *c);	/* and the page drops owed */
 void cache_kill_entry(struct cache *c, struct cache_entry *e);
 
 /* cache_entry.c */
-void cache_version_of(const struct stat *st, struct zc_file_version *v);
-bool cache_same_version(const struct zc_file_version *a,
-			const struct zc_file_version *b);
 /* Is (dev, ino, size, times) of st what e says? */
 bool cache_describes(const struct cache_entry *e, const struct stat *st);
 /* Does a fresh stat of e's path still match it? */

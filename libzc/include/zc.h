@@ -175,6 +175,12 @@ int zc_file_check(zc_file *file);
  * as zchttpd's shared cache), so zc_file_check always succeeds. */
 void zc_file_trust(zc_file *file);
 void zc_file_version(const zc_file *file, struct zc_file_version *v);
+/* The version a stat of a file describes, and whether two versions are
+ * the same content (device, inode, size, mtime, ctime: what
+ * zc_file_check compares), for callers that revalidate by stat. */
+void zc_file_version_of(const struct stat *st, struct zc_file_version *v);
+int zc_file_version_same(const struct zc_file_version *a,
+			 const struct zc_file_version *b);
 int zc_file_fd(const zc_file *file);
 int64_t zc_file_size(const zc_file *file);
 zc_file *zc_file_ref(zc_file *file);

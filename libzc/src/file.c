@@ -18,7 +18,7 @@
 
 #include "internal.h"
 
-static void version_of(const struct stat *st, struct zc_file_version *v)
+void zc_file_version_of(const struct stat *st, struct zc_file_version *v)
 {
 	v->dev = (uint64_t)st->st_dev;
 	v->ino = (uint64_t)st->st_ino;
@@ -44,7 +44,7 @@ static int file_new(int fd, const struct stat *st, const char *path,
 	}
 	atomic_init(&f->refs, 1);
 	f->fd = fd;
-	version_of(st, &f->v);
+	zc_file_version_of(st, &f->v);
 	*out = f;
 	return 0;
 }
@@ -108,7 +108,8 @@ int zc_file_adopt(int fd, const struct stat *st, zc_file **out)
 	return file_new(fd, st, NULL, out);
 }
 
-static bool same_version(const struct zc_file_version *a,
+
+int zc_file_version_same(const struct zc_file_version *a,
 			 const struct zc_file_version *b)
 {
 	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
@@ -126,8 +127,8 @@ int zc_file_check(zc_file *file)
 		return 0;
 	if (fstat(file->fd, &st) < 0)
 		return -errno;
-	version_of(&st, &now);
-	if (!same_version(&now, &file->v))
+	zc_file_version_of(&st, &now);
+	if (!zc_file_version_same(&now, &file->v))
 		return -ESTALE;
 	/* Replaced by rename: our descriptor still sees the old inode, but
 	 * the name now means another file. */

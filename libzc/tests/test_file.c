@@ -59,6 +59,14 @@ static void test_unchanged(void **state)
 	assert_true(v.ino != 0);
 	assert_int_equal(zc_file_check(f), 0);
 	assert_true(zc_file_fd(f) >= 0);
+	/* What a stat says is the same version; a changed size is not. */
+	struct stat st;
+	struct zc_file_version w;
+	assert_int_equal(fstat(zc_file_fd(f), &st), 0);
+	zc_file_version_of(&st, &w);
+	assert_true(zc_file_version_same(&v, &w));
+	w.size++;
+	assert_false(zc_file_version_same(&v, &w));
 	assert_ptr_equal(zc_file_ref(f), f);
 	zc_file_release(f);
 	assert_int_equal(zc_file_check(f), 0);
