@@ -225,6 +225,17 @@ static bool load(struct cache *c, struct cache_entry *e, int i)
 	return true;
 }
 
+/* File i asked for twice: its entry (a reference), body in memory. */
+static struct cache_entry *twice(struct cache *c, int i)
+{
+	struct cache_entry *e = get(c, i, NULL);
+
+	cache_put(c, e);
+	e = get(c, i, NULL);
+	assert_true(load(c, e, i));
+	return e;
+}
+
 static void test_miss_then_hit_loads_the_body(void **state)
 {
 	struct cache_zone *z = zone(1 << 20, 1);
@@ -273,13 +284,10 @@ static void test_copy_or_sendfile_by_size(void **state)
 	assert_int_equal(cache_attach(z, 0, &c), 0);
 	for (int k = 0; k < 2; k++) {
 		int i = k ? large : small;
-		struct cache_entry *e = get(c, i, NULL);
+		struct cache_entry *e = twice(c, i);
 		zc_agg *a;
 
 		assert_int_equal(zc_agg_create(&a), 0);
-		cache_put(c, e);
-		e = get(c, i, NULL);
-		assert_true(load(c, e, i));
 		assert_int_equal(cache_append_body(c, e, a, 0, file_size(i)), 0);
 		assert_int_equal(zc_agg_nslices(a), 1);
 		assert_int_equal(zc_agg_slice(a, 0, &sl), 0);
@@ -304,10 +312,7 @@ static void test_pinned_body_outlives_eviction(void **state)
 
 	(void)state;
 	assert_int_equal(cache_attach(z, 0, &c), 0);
-	held = get(c, 10, NULL);		/* 15,100 bytes */
-	cache_put(c, held);
-	held = get(c, 10, NULL);
-	assert_true(load(c, held, 10));
+	held = twice(c, 10);		/* 15,100 bytes */
 	for (int i = 11; i < 20; i++) {
 		struct cache_entry *e = get(c, i, NULL);
 
@@ -375,10 +380,7 @@ static void test_workers_share_one_copy(void **state)
 
 	(void)state;
 	assert_int_equal(cache_attach(z, 0, &c), 0);
-	e = get(c, 5, NULL);
-	cache_put(c, e);
-	e = get(c, 5, NULL);
-	assert_true(load(c, e, 5));
+	e = twice(c, 5);
 	cache_put(c, e);
 	assert_int_equal(in_child(z, 1, child_finds_body, 5), 0);
 	assert_int_equal(z->arena_used, (file_size(5) + 4095) / 4096);
@@ -412,10 +414,7 @@ static void test_death_holding_the_lock_rebuilds(void **state)
 
 	(void)state;
 	assert_int_equal(cache_attach(z, 0, &c), 0);
-	held = get(c, 7, NULL);
-	cache_put(c, held);
-	held = get(c, 7, NULL);
-	assert_true(load(c, held, 7));
+	held = twice(c, 7);
 	e = get(c, 8, NULL);
 	cache_put(c, e);
 	assert_int_equal(in_child(z, 1, child_dies_holding_lock, 0),
