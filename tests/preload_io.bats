@@ -234,38 +234,38 @@ os.write(f, b"program\n")
 	converted optin mapwrite 20000000
 }
 
-# guard_run NAME SETTING: pipe-quick (96 calls of 1 MiB from a mapping
+# guard_run NAME SETTING: pipe-quick (192 calls of 1 MiB from a mapping
 # into a pipe) with ZC_ENABLE=mapwrite, the guard on, and
 # ZC_MAPWRITE_GUARD_TEST=SETTING making each call of one way 5 ms dearer.
 guard_run() {
 	local t="$BATS_TEST_TMPDIR"
 	rm -f "$t/$1.json"
 	ZC_MAPWRITE_GUARD_TEST="$2" ZC_STATS_FILE="$t/$1.json" ZC_ENABLE=mapwrite \
-		LD_PRELOAD="$PRELOAD" run1 "$1" "$PROG" pipe-quick "$D/f96"
+		LD_PRELOAD="$PRELOAD" run1 "$1" "$PROG" pipe-quick "$D/f192"
 	cmp "$t/plain.out" "$t/$1.out"
 }
 
 @test "cost guard: the way measured dearer is not taken, but for the warm-up" {
-	[ -f "$D/f96" ] || head -c 100663296 /dev/urandom > "$D/f96"
-	run1 plain "$PROG" pipe-quick "$D/f96"
-	# Epochs of 16 calls (or more, to 2 ms of CPU): the conversion, the
+	[ -f "$D/f192" ] || head -c 201326592 /dev/urandom > "$D/f192"
+	run1 plain "$PROG" pipe-quick "$D/f192"
+	# Epochs of 32 calls (or more, to 5 ms of CPU): the conversion, the
 	# copy, the conversion, the copy (the warm-up), then the cheaper way to
 	# the end (the first probe would be epoch 32).  The conversion dearer
-	# (80 ms an epoch): its two warm-up epochs, 32 calls, are all it gets.
+	# (160 ms an epoch): its two warm-up epochs, 64 calls, are all it gets.
 	guard_run refdear ref:5000000
-	[ "$(stat_of refdear mapwrite seen)" = 96 ]
-	[ "$(stat_of refdear mapwrite converted)" = 32 ]
+	[ "$(stat_of refdear mapwrite seen)" = 192 ]
+	[ "$(stat_of refdear mapwrite converted)" = 64 ]
 	grep -q '"the copy measured cheaper here (cost guard)":' "$BATS_TEST_TMPDIR/refdear.json"
-	# The copy dearer: its warm-up epochs (at most 32 calls; a conversion
-	# epoch may need more than 16 calls to reach 2 ms of CPU and leave
+	# The copy dearer: its warm-up epochs (at most 64 calls; a conversion
+	# epoch may need more than 32 calls to reach 5 ms of CPU and leave
 	# room for only one) and the conversion for the rest.
 	guard_run copydear copy:5000000
-	[ "$(stat_of copydear mapwrite passed)" -le 32 ]
-	[ "$(stat_of copydear mapwrite converted)" -ge 64 ]
+	[ "$(stat_of copydear mapwrite passed)" -le 64 ]
+	[ "$(stat_of copydear mapwrite converted)" -ge 128 ]
 	grep -q '"a plain call of the cost guard.s measuring epochs":' "$BATS_TEST_TMPDIR/copydear.json"
 	# Off: every call converted.
 	ZC_MAPWRITE_GUARD=0 guard_run off ref:5000000
-	[ "$(stat_of off mapwrite converted)" = 96 ]
+	[ "$(stat_of off mapwrite converted)" = 192 ]
 }
 
 @test "ZC_DISABLE: pipe,mapwrite off: same results, nothing converted" {

@@ -18,11 +18,12 @@ enum zcp_way {
 	ZCP_WAY_COPY, /* the plain call: the kernel copies */
 };
 
-/* The measured cost of both ways: a moving average of the process's CPU
- * nanoseconds per byte written over the epochs of each way, and how many
- * epochs there were. */
+/* The measured cost of both ways: the process's CPU nanoseconds per byte
+ * written in each of the last ZCP_GUARD_KEEP epochs of that way (a ring),
+ * and how many epochs there were. */
+#define ZCP_GUARD_KEEP 5
 struct zcp_guard_costs {
-	double ns_per_byte[2];
+	double ns_per_byte[2][ZCP_GUARD_KEEP];
 	uint32_t n[2];
 };
 
@@ -33,23 +34,23 @@ struct zcp_guard_costs {
  * process's CPU time over the epoch per byte those calls wrote becomes a
  * sample of that way's cost:
  *   - the first 2 x ZCP_GUARD_WARM epochs alternate, the conversion first;
- *   - then each epoch takes the cheaper way (the conversion when within
- *     ZCP_GUARD_TIE of the copy), but every ZCP_GUARD_PROBE-th takes the
- *     other, to see whether that changed;
- *   - each sample moves its way's average by 1/ZCP_GUARD_WEIGHT of the
- *     difference.
+ *   - then each epoch takes the cheaper way -- by the median of its last
+ *     ZCP_GUARD_KEEP epochs; the conversion when within ZCP_GUARD_TIE of
+ *     the copy -- but every ZCP_GUARD_PROBE-th takes the other, to see
+ *     whether that changed.
  */
-#define ZCP_GUARD_EPOCH_CALLS 16
-#define ZCP_GUARD_EPOCH_NS 2000000
+#define ZCP_GUARD_EPOCH_CALLS 32
+#define ZCP_GUARD_EPOCH_NS 5000000
 #define ZCP_GUARD_WARM 2
 #define ZCP_GUARD_PROBE 32
-#define ZCP_GUARD_WEIGHT 4
 #define ZCP_GUARD_TIE 0.02
 
-/* Pure, tested on their own (test_guard.c): the cheaper way, the way of
- * epoch number k (1, 2, ...) given the costs so far (*probe: it is a
- * warm-up or probe epoch, not the cheaper way's), and the costs after one
- * more epoch of `way` that cost ns for `bytes` bytes. */
+/* Pure, tested on their own (test_guard.c): a way's cost (the median of
+ * its kept epochs; 0 before any), the cheaper way, the way of epoch
+ * number k (1, 2, ...) given the costs so far (*probe: it is a warm-up or
+ * probe epoch, not the cheaper way's), and the costs after one more epoch
+ * of `way` that cost ns for `bytes` bytes. */
+double zcp_guard_cost(const struct zcp_guard_costs *c, enum zcp_way way);
 enum zcp_way zcp_guard_cheaper(const struct zcp_guard_costs *c);
 enum zcp_way zcp_guard_epoch_way(const struct zcp_guard_costs *c, uint32_t k, bool *probe);
 void zcp_guard_add(struct zcp_guard_costs *c, enum zcp_way way, uint64_t ns, uint64_t bytes);

@@ -1,7 +1,8 @@
 /*
  * test_guard.c - the cost guard (guard.c): its rules on given costs (the
  * warm-up's alternation, the cheaper way per byte with ties to the
- * conversion, probes once warm, the moving average, costs that change),
+ * conversion, probes once warm, the median of the last epochs, costs that
+ * change),
  * and the process's guard on calls whose costs the test sets: with the
  * conversion made 3 ms dearer per call (ZC_MAPWRITE_GUARD_TEST), the
  * epochs after the warm-up take the copy but for the probes.  No clock
@@ -22,7 +23,7 @@
 /* costs with n epochs of each way at ref and copy ns per byte */
 static struct zcp_guard_costs costs(uint32_t n, double ref, double copy)
 {
-	struct zcp_guard_costs c = { { 0 }, { 0 } };
+	struct zcp_guard_costs c = { { { 0 } }, { 0 } };
 
 	for (uint32_t i = 0; i < n; i++) {
 		zcp_guard_add(&c, ZCP_WAY_REF, (uint64_t)(ref * 100000), 100000);
@@ -58,12 +59,12 @@ static void cheaper_per_byte_with_ties_to_the_conversion(void **state)
 	c = costs(ZCP_GUARD_WARM, 1.05, 1.0);
 	assert_int_equal(zcp_guard_cheaper(&c), ZCP_WAY_COPY);
 	/* per byte, not per epoch: more bytes for the same time is cheaper */
-	c = (struct zcp_guard_costs){ { 0 }, { 0 } };
+	c = (struct zcp_guard_costs){ { { 0 } }, { 0 } };
 	zcp_guard_add(&c, ZCP_WAY_REF, 1000, 2000);
 	zcp_guard_add(&c, ZCP_WAY_COPY, 600, 1000);
 	assert_int_equal(zcp_guard_cheaper(&c), ZCP_WAY_REF);
 	/* nothing measured: the conversion */
-	c = (struct zcp_guard_costs){ { 0 }, { 0 } };
+	c = (struct zcp_guard_costs){ { { 0 } }, { 0 } };
 	assert_int_equal(zcp_guard_cheaper(&c), ZCP_WAY_REF);
 }
 
@@ -87,32 +88,38 @@ static void warm_takes_the_cheaper_way_and_probes(void **state)
 	assert_int_equal(ref, n / ZCP_GUARD_PROBE);
 }
 
-static void moving_average(void **state)
+static void median_of_the_last_epochs(void **state)
 {
-	struct zcp_guard_costs c = { { 0 }, { 0 } };
+	struct zcp_guard_costs c = { { { 0 } }, { 0 } };
 
 	(void)state;
-	zcp_guard_add(&c, ZCP_WAY_COPY, 300, 100); /* the first epoch sets it */
-	assert_true(c.ns_per_byte[ZCP_WAY_COPY] == 3.0);
-	zcp_guard_add(&c, ZCP_WAY_COPY, 700, 100); /* 7: moves it by 1/4 of 4 */
-	assert_true(c.ns_per_byte[ZCP_WAY_COPY] == 4.0);
-	zcp_guard_add(&c, ZCP_WAY_COPY, 500, 0);   /* no bytes: nothing */
+	assert_true(zcp_guard_cost(&c, ZCP_WAY_COPY) == 0);
+	zcp_guard_add(&c, ZCP_WAY_COPY, 300, 100);
+	assert_true(zcp_guard_cost(&c, ZCP_WAY_COPY) == 3.0);
+	zcp_guard_add(&c, ZCP_WAY_COPY, 500, 100);
+	assert_true(zcp_guard_cost(&c, ZCP_WAY_COPY) == 4.0); /* two: their mean */
+	zcp_guard_add(&c, ZCP_WAY_COPY, 500, 0);             /* no bytes: nothing */
 	assert_int_equal(c.n[ZCP_WAY_COPY], 2);
-	assert_int_equal(c.n[ZCP_WAY_REF], 0);
-	for (int i = 0; i < 100; i++)
+	zcp_guard_add(&c, ZCP_WAY_COPY, 90000, 100);         /* an outlier */
+	assert_true(zcp_guard_cost(&c, ZCP_WAY_COPY) == 5.0);
+	zcp_guard_add(&c, ZCP_WAY_COPY, 400, 100);
+	zcp_guard_add(&c, ZCP_WAY_COPY, 350, 100);
+	assert_true(zcp_guard_cost(&c, ZCP_WAY_COPY) == 4.0); /* 3 3.5 4 5 900 */
+	for (int i = 0; i < ZCP_GUARD_KEEP; i++)
 		zcp_guard_add(&c, ZCP_WAY_COPY, 100, 100);
-	assert_true(c.ns_per_byte[ZCP_WAY_COPY] < 1.001); /* the old epochs have faded */
+	assert_true(zcp_guard_cost(&c, ZCP_WAY_COPY) == 1.0); /* only the last 5 count */
+	assert_int_equal(c.n[ZCP_WAY_REF], 0);
 }
 
 /*
  * The rules over time: the conversion costs 3 ns/B until epoch 300, then
  * 0.5 ns/B; the copy 1 ns/B throughout.  Before the change the copy is
- * taken but for probes; after it, once the probes have moved the
- * conversion's average below the copy's (6 of them here), the conversion.
+ * taken but for probes; after it, once 3 probes (a majority of the last
+ * 5) have moved the conversion's median below the copy's, the conversion.
  */
 static void follows_costs_that_change(void **state)
 {
-	struct zcp_guard_costs c = { { 0 }, { 0 } };
+	struct zcp_guard_costs c = { { { 0 } }, { 0 } };
 	unsigned ref_before = 0, copy_settled = 0;
 
 	(void)state;
@@ -124,11 +131,11 @@ static void follows_costs_that_change(void **state)
 		zcp_guard_add(&c, w, (uint64_t)(per_byte * 65536), 65536);
 		if (k > 2 * ZCP_GUARD_WARM && k <= 300 && w == ZCP_WAY_REF)
 			ref_before++;
-		if (k > 300 + 8 * ZCP_GUARD_PROBE && w == ZCP_WAY_COPY)
+		if (k > 300 + 4 * ZCP_GUARD_PROBE && w == ZCP_WAY_COPY)
 			copy_settled++;
 	}
 	assert_true(ref_before <= 300 / ZCP_GUARD_PROBE + 1);
-	assert_true(copy_settled <= 500 / ZCP_GUARD_PROBE + 1); /* only probes */
+	assert_true(copy_settled <= 400 / ZCP_GUARD_PROBE + 1); /* only probes */
 	assert_true(copy_settled >= 1);
 	assert_int_equal(zcp_guard_cheaper(&c), ZCP_WAY_REF);
 }
@@ -178,7 +185,7 @@ int main(void)
 		cmocka_unit_test(warm_up_alternates_conversion_first),
 		cmocka_unit_test(cheaper_per_byte_with_ties_to_the_conversion),
 		cmocka_unit_test(warm_takes_the_cheaper_way_and_probes),
-		cmocka_unit_test(moving_average),
+		cmocka_unit_test(median_of_the_last_epochs),
 		cmocka_unit_test(follows_costs_that_change),
 		cmocka_unit_test(the_process_guard_leaves_a_dearer_conversion),
 	};
