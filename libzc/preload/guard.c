@@ -8,8 +8,8 @@
  * mapwrite on the same kind of 2-vCPU virtual machine, same kernel
  * series, same 1 MiB file, loopback, server-bound: 1.5x *more* CPU per
  * request in one session (333 -> 506 us; zchttpd's sendfile against the
- * floor's copy said the same there), 1.4-1.6x *less* in another (452 ->
- * 277 us; sendfile 150 against copy 214 us there) -- docs/bench-preload.md.
+ * floor's copy said the same there), 2.2x *less* in another (570 -> 259
+ * us; sendfile 150 against copy 214 us there) -- docs/bench-preload.md.
  * The conversion's own checks also cost a fixed ~20 system calls per
  * call, which a small call's copy may not repay.  A rule fixed in advance
  * would be wrong somewhere; the program's CPU time says which way is
