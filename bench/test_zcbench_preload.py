@@ -270,7 +270,9 @@ def test_command_workloads_amounts():
     assert cmds["pingpong"] == (["/pp", "9"], 9)
     assert "bs=128k" in cmds["dd-pipe"][0][2] and "/d" in cmds["dd-pipe"][0][2]
     assert cmds["sed"][0] == ["sed", "-n", "$p", "/t"]
-    assert set(cmds) | {"apache", "apache-defaults"} == set(preload.WORKLOADS)
+    assert set(cmds) | set(preload.APACHE_VARIANTS) == set(preload.WORKLOADS)
+    assert set(preload.DEFAULT_WORKLOADS) <= set(preload.WORKLOADS)
+    assert "apache-sndbuf" not in preload.DEFAULT_WORKLOADS
     assert set(preload.BARS) == set(preload.WORKLOADS) == set(preload.UNITS) == set(preload.CLASSES)
 
 
@@ -283,6 +285,21 @@ def test_apache_config():
         assert line in conf.splitlines(), line
     assert "CustomLog" not in conf and "TransferLog" not in conf      # no access log
     assert "User" not in preload_apache.apache_config(1, "/r", "/p", user=None)
+    assert "SendBufferSize" not in conf
+    assert "SendBufferSize 16384\n" in preload_apache.apache_config(1, "/r", "/p", send_buffer=16384)
+
+
+def test_apache_variants_guard_off_only_under_the_preload(monkeypatch):
+    """apache-noguard's ZC_MAPWRITE_GUARD=0 goes to the preload run only; a
+    guard setting of the caller's never leaks into a run."""
+    monkeypatch.setenv("ZC_MAPWRITE_GUARD", "0")
+    monkeypatch.setenv("ZC_MAPWRITE_GUARD_TEST", "ref:1")
+    env = preload.clean_env()
+    assert "ZC_MAPWRITE_GUARD" not in env and "ZC_MAPWRITE_GUARD_TEST" not in env
+    assert preload.APACHE_VARIANTS["apache-noguard"] == (None, {"ZC_MAPWRITE_GUARD": "0"})
+    assert preload.APACHE_VARIANTS["apache-sndbuf-noguard"][0] == 16384
+    assert preload.APACHE_VARIANTS["apache"] == (None, {})
+    assert preload.BARS["apache-sndbuf"] == preload.OVERHEAD_BAR      # never slower
 
 
 @pytest.mark.parametrize("text,want", [("4096", 4096), ("64k", 65536), ("256m", 256 << 20),

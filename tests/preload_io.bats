@@ -8,7 +8,11 @@
 # vfork, exec.  tests/preload_io/io_prog.c prints only timing-independent
 # facts; every mode runs without the preload, with it (its defaults), and
 # with ZC_ENABLE=mapwrite, and the transcripts and exit statuses must be
-# identical.  The statistics file then proves the conversion really ran.
+# identical.  The statistics file then proves the conversion really ran:
+# those two runs turn mapwrite's cost guard off (ZC_MAPWRITE_GUARD=0, so
+# that every call it can take is converted, whatever this machine's costs);
+# a fourth run with the guard on, which mixes converted and plain calls,
+# must give the same transcript too.
 # The same program is also run built with musl and with ASan+UBSan.
 #
 # The preload comes from $ZC_PRELOAD_SO or build/libzc/preload/; zcrun from
@@ -53,16 +57,20 @@ run1() {
 		echo "exit $?" >> "$out.out"
 }
 
-# three PROG MODE ARGS...: plain, ld (defaults), optin (ZC_ENABLE=mapwrite);
-# identical transcripts.  Statistics in $BATS_TEST_TMPDIR/{ld,optin}.json.
+# three PROG MODE ARGS...: plain, ld (defaults), optin (ZC_ENABLE=mapwrite),
+# the last two with the cost guard off; and guarded (ZC_ENABLE=mapwrite,
+# guard on): identical transcripts.  Statistics in
+# $BATS_TEST_TMPDIR/{ld,optin,guarded}.json.
 three() {
 	local t="$BATS_TEST_TMPDIR"
-	rm -f "$t/ld.json" "$t/optin.json"
+	rm -f "$t/ld.json" "$t/optin.json" "$t/guarded.json"
 	run1 plain "$@"
-	ZC_STATS_FILE="$t/ld.json" LD_PRELOAD="$PRELOAD" run1 ld "$@"
-	ZC_STATS_FILE="$t/optin.json" ZC_ENABLE=mapwrite LD_PRELOAD="$PRELOAD" \
-		run1 optin "$@"
-	for m in ld optin; do
+	ZC_MAPWRITE_GUARD=0 ZC_STATS_FILE="$t/ld.json" LD_PRELOAD="$PRELOAD" run1 ld "$@"
+	ZC_MAPWRITE_GUARD=0 ZC_STATS_FILE="$t/optin.json" ZC_ENABLE=mapwrite \
+		LD_PRELOAD="$PRELOAD" run1 optin "$@"
+	ZC_STATS_FILE="$t/guarded.json" ZC_ENABLE=mapwrite LD_PRELOAD="$PRELOAD" \
+		run1 guarded "$@"
+	for m in ld optin guarded; do
 		if ! cmp -s "$t/plain.out" "$t/$m.out"; then
 			echo "# transcripts differ ($m): $*"
 			diff "$t/plain.out" "$t/$m.out" | head -20 | sed 's/^/# /'
@@ -224,6 +232,40 @@ os.write(f, b"program\n")
 	grep -q 'source file can change (ZC_ENABLE=mapwrite converts it)' \
 		"$BATS_TEST_TMPDIR/ld.json"
 	converted optin mapwrite 20000000
+}
+
+# guard_run NAME SETTING: pipe-quick (192 calls of 1 MiB from a mapping
+# into a pipe) with ZC_ENABLE=mapwrite, the guard on, and
+# ZC_MAPWRITE_GUARD_TEST=SETTING making each call of one way 5 ms dearer.
+guard_run() {
+	local t="$BATS_TEST_TMPDIR"
+	rm -f "$t/$1.json"
+	ZC_MAPWRITE_GUARD_TEST="$2" ZC_STATS_FILE="$t/$1.json" ZC_ENABLE=mapwrite \
+		LD_PRELOAD="$PRELOAD" run1 "$1" "$PROG" pipe-quick "$D/f192"
+	cmp "$t/plain.out" "$t/$1.out"
+}
+
+@test "cost guard: the way measured dearer is not taken, but for the warm-up" {
+	[ -f "$D/f192" ] || head -c 201326592 /dev/urandom > "$D/f192"
+	run1 plain "$PROG" pipe-quick "$D/f192"
+	# Epochs of 32 calls (or more, to 5 ms of CPU): the conversion, the
+	# copy, the conversion, the copy (the warm-up), then the cheaper way to
+	# the end (the first probe would be epoch 32).  The conversion dearer
+	# (160 ms an epoch): its two warm-up epochs, 64 calls, are all it gets.
+	guard_run refdear ref:5000000
+	[ "$(stat_of refdear mapwrite seen)" = 192 ]
+	[ "$(stat_of refdear mapwrite converted)" = 64 ]
+	grep -q '"the copy measured cheaper here (cost guard)":' "$BATS_TEST_TMPDIR/refdear.json"
+	# The copy dearer: its warm-up epochs (at most 64 calls; a conversion
+	# epoch may need more than 32 calls to reach 5 ms of CPU and leave
+	# room for only one) and the conversion for the rest.
+	guard_run copydear copy:5000000
+	[ "$(stat_of copydear mapwrite passed)" -le 64 ]
+	[ "$(stat_of copydear mapwrite converted)" -ge 128 ]
+	grep -q '"a plain call of the cost guard.s measuring epochs":' "$BATS_TEST_TMPDIR/copydear.json"
+	# Off: every call converted.
+	ZC_MAPWRITE_GUARD=0 guard_run off ref:5000000
+	[ "$(stat_of off mapwrite converted)" = 192 ]
 }
 
 @test "ZC_DISABLE: pipe,mapwrite off: same results, nothing converted" {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # run.sh - zcbench static's many-core matrix, self-contained: zchttpd, the
 # floor, nginx and h2o at several worker counts, each pinned to cores
-# 0..W-1, wrk pinned to the cores above, server CPU per request.
+# 0..W-1 (the first W this process may use), wrk pinned to the cores
+# above, server CPU per request.
 #
 # It is carried in the bundle that bench/manycore/pack.py builds
 # (build/manycore/zcmanycore.tar.gz): bin/ holds zchttpd, zcfloor, nginx,
@@ -80,18 +81,37 @@ esac
 [ -x "$LOADER" ] || die "no loader in $LIB (run it from the unpacked bundle)"
 
 # -- cores ----------------------------------------------------------------------
-NCPU=$(nproc)
+# The CPUs this process may use (a container's cpuset need not start at 0):
+# the servers get the first W of them, wrk by default all above the largest W.
+expand() {		# "0-3,8" -> "0 1 2 3 8"
+	local part out=() i
+	for part in ${1//,/ }; do
+		if [[ $part == *-* ]]; then
+			for (( i = ${part%-*}; i <= ${part#*-}; i++ )); do out+=("$i"); done
+		else
+			out+=("$part")
+		fi
+	done
+	echo "${out[@]}"
+}
+line=$("$LOADER" --library-path "$LIB" "$HERE/bin/taskset" -pc $$) || die "taskset -p failed"
+read -r -a CPUS <<< "$(expand "${line##*: }")"
+NCPU=${#CPUS[@]}
 MAXW=0
 for w in $WORKERS; do
 	[[ $w =~ ^[1-9][0-9]*$ ]] || die "WORKERS: not a count: $w"
 	(( w > MAXW )) && MAXW=$w
 done
 (( MAXW < NCPU )) || die "the largest worker count ($MAXW) leaves no core for wrk on $NCPU cores"
-CLIENT_CPUS=${CLIENT_CPUS:-$MAXW-$((NCPU - 1))}
-NCLIENT=0
-for part in ${CLIENT_CPUS//,/ }; do
-	if [[ $part == *-* ]]; then NCLIENT=$((NCLIENT + ${part#*-} - ${part%-*} + 1)); else NCLIENT=$((NCLIENT + 1)); fi
-done
+server_cpus() {		# the first $1 CPUs, as a taskset list
+	local IFS=,
+	echo "${CPUS[*]:0:$1}"
+}
+if [ -z "${CLIENT_CPUS:-}" ]; then
+	CLIENT_CPUS=$(IFS=,; echo "${CPUS[*]:$MAXW}")
+fi
+read -r -a _client <<< "$(expand "$CLIENT_CPUS")"
+NCLIENT=${#_client[@]}
 THREADS=${THREADS:-$(( NCLIENT < 8 ? NCLIENT : 8 ))}
 (( THREADS <= CONNECTIONS )) || THREADS=$CONNECTIONS
 
@@ -213,7 +233,7 @@ start_server() {	# name workers port
 	fi
 	(
 		[ -n "$SRV_CG" ] && echo "$BASHPID" > "$SRV_CG/cgroup.procs"
-		exec "$LOADER" --library-path "$LIB" "$HERE/bin/taskset" -c "0-$((w - 1))" \
+		exec "$LOADER" --library-path "$LIB" "$HERE/bin/taskset" -c "$(server_cpus "$w")" \
 			"$LOADER" --library-path "$LIB" "$HERE/bin/${argv[0]}" "${argv[@]:1}"
 	) > "$dir/stderr.log" 2>&1 < /dev/null &
 	SRV_PID=$!
@@ -388,7 +408,7 @@ ratio() {		# a/b as x.xx
 {
 	echo "## zcmanycore on $NCPU cores ($(uname -r))"
 	echo
-	echo "Servers pinned to cores 0..W-1, \`wrk -t$THREADS -c$CONNECTIONS\` pinned to CPUs $CLIENT_CPUS," \
+	echo "Servers pinned to the first W of CPUs ${CPUS[*]}, \`wrk -t$THREADS -c$CONNECTIONS\` pinned to CPUs $CLIENT_CPUS," \
 	     "${DURATION} s per point, medians of $RUNS interleaved run(s); server CPU per request from $CG_KIND" \
 	     "(* every run of that point was client-bound: wrk above ${CLIENT_BOUND_PCT} % of its cores)."
 	echo

@@ -16,6 +16,15 @@ run to run:
              converts writes from mappings of ordinary files only on
              request (ZC_ENABLE=mapwrite, docs/preload.md), which every
              other workload gets through --enable.
+  apache-noguard   apache with mapwrite's cost guard off (ZC_MAPWRITE_GUARD=0:
+             every write from the mapping converted, whether or not it
+             measured cheaper here)
+  apache-sndbuf, apache-sndbuf-noguard
+             the same two with Apache's SendBufferSize at 16 KiB: each
+             writev of the 1 MiB mapping then hands the socket 16-80 KiB,
+             and the conversion's fixed checks per call cost more than the
+             copy saves -- the case the guard is for (docs/bench-preload.md,
+             "What decides it").  These four are not in the default list.
   dd-pipe    (2) dd if=FILE bs=128k | dd of=/dev/null bs=128k, FILE cached.
   sed        (3) sed -n '$p' TEXT: glibc stdio line reading of a cached file.
   cut        (3) cut -c1-8 TEXT > /dev/null: the same through getc-style reads.
@@ -50,16 +59,28 @@ from .cpu import children_cpu_seconds
 from .static import machine_note, measure, verify_bodies
 
 MODES = ("plain", "preload")
-WORKLOADS = ("apache", "apache-defaults", "dd-pipe", "sed", "cut", "null-4k", "pingpong")
+WORKLOADS = ("apache", "apache-defaults", "dd-pipe", "sed", "cut", "null-4k", "pingpong",
+             "apache-noguard", "apache-sndbuf", "apache-sndbuf-noguard")
+DEFAULT_WORKLOADS = WORKLOADS[:7]
+# Apache variants: (SendBufferSize or None, environment of the preload run).
+APACHE_VARIANTS = {"apache": (None, {}), "apache-defaults": (None, {}),
+                   "apache-noguard": (None, {"ZC_MAPWRITE_GUARD": "0"}),
+                   "apache-sndbuf": (16384, {}),
+                   "apache-sndbuf-noguard": (16384, {"ZC_MAPWRITE_GUARD": "0"})}
 DEFAULT_ENABLE = "mapwrite"   # zcrun --enable of the preload runs (not *-defaults)
 OVERHEAD_BAR = 0.97
 BARS = {"apache": 1.3, "apache-defaults": 1.3, "dd-pipe": 1.3, "sed": 1.1, "cut": 1.1,
-        "null-4k": OVERHEAD_BAR, "pingpong": OVERHEAD_BAR}
+        "null-4k": OVERHEAD_BAR, "pingpong": OVERHEAD_BAR, "apache-noguard": 1.3,
+        "apache-sndbuf": OVERHEAD_BAR, "apache-sndbuf-noguard": OVERHEAD_BAR}
 CLASSES = {"apache": "(1) mmap+write server", "apache-defaults": "(1) mmap+write server", "dd-pipe": "(2) dd into a pipe",
            "sed": "(3) stdio line reader", "cut": "(3) stdio line reader",
-           "null-4k": "(4) overhead: 4 KiB writes", "pingpong": "(4) overhead: socket ping-pong"}
+           "null-4k": "(4) overhead: 4 KiB writes", "pingpong": "(4) overhead: socket ping-pong",
+           "apache-noguard": "(1) mmap+write server, guard off",
+           "apache-sndbuf": "(1) ... 16 KiB send buffer",
+           "apache-sndbuf-noguard": "(1) ... 16 KiB send buffer, guard off"}
 UNITS = {"apache": "req/s", "apache-defaults": "req/s", "dd-pipe": "MB/s", "sed": "MB/s", "cut": "MB/s",
-         "null-4k": "writes/s", "pingpong": "round trips/s"}
+         "null-4k": "writes/s", "pingpong": "round trips/s", "apache-noguard": "req/s",
+         "apache-sndbuf": "req/s", "apache-sndbuf-noguard": "req/s"}
 APACHE_FILE_SIZE = 1 << 20
 
 
@@ -103,7 +124,8 @@ def clean_env():
     """Our environment without any preload settings (the plain runs must not
     inherit one, and zcrun sets what it needs)."""
     env = dict(os.environ)
-    for k in ("LD_PRELOAD", "ZC_DISABLE", "ZC_ENABLE", "ZC_STATS", "ZC_STATS_FILE", "ZC_NOFOLLOW"):
+    for k in ("LD_PRELOAD", "ZC_DISABLE", "ZC_ENABLE", "ZC_STATS", "ZC_STATS_FILE", "ZC_NOFOLLOW",
+              "ZC_MAPWRITE_GUARD", "ZC_MAPWRITE_GUARD_TEST"):
         env.pop(k, None)
     return env
 
@@ -249,9 +271,11 @@ def measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus, clie
     the CPU budget when given), check the file, run wrk, stop (so the
     statistics file is complete)."""
     prefix = wrap(mode, [], zcrun, stats_file, enable_for(name, opts.enable))
+    send_buffer, more_env = APACHE_VARIANTS[name]
     srv = preload_apache.Apache(paths["docroot"], workdir, prefix=prefix,
-                                env=clean_env(),
-                                probe_path="/index.html", cpus=server_cpus, budget=budget)
+                                env={**clean_env(), **(more_env if mode == "preload" else {})},
+                                probe_path="/index.html", cpus=server_cpus, budget=budget,
+                                send_buffer=send_buffer)
     srv.start()
     try:
         verify_bodies(srv, [("/f1m", paths["f1m_sha256"], APACHE_FILE_SIZE)])
@@ -290,7 +314,7 @@ def prepare(tmp, opts, log):
     if {"sed", "cut"} & set(opts.workloads):
         paths["text"] = os.path.join(tmp, "lines.txt")
         make_text(paths["text"], opts.text_bytes)
-    if {"apache", "apache-defaults"} & set(opts.workloads):
+    if any(w in APACHE_VARIANTS for w in opts.workloads):
         root = os.path.join(tmp, "docroot")
         os.makedirs(root)
         make_binary(os.path.join(root, "f1m"), APACHE_FILE_SIZE)
@@ -322,7 +346,7 @@ def run(opts, log=sys.stderr):
     Returns (meta, rows)."""
     so, zcrun = preload_paths(getattr(opts, "build", None))
     check_preload(so, zcrun)
-    web = {"apache", "apache-defaults"} & set(opts.workloads)
+    web = any(w in APACHE_VARIANTS for w in opts.workloads)
     if web:
         wrk.find_wrk()
     budget = Budget(getattr(opts, "server_cpu", 0.0)) if web else None
@@ -357,7 +381,7 @@ def run(opts, log=sys.stderr):
                     print(f"[{i}/{total}] run {run_no}/{opts.runs} {name} {mode} ... ",
                           end="", file=log, flush=True)
                     stats_file = os.path.join(stats_dir, f"{name}-{run_no}-{mode}.jsonl")
-                    if name.startswith("apache"):
+                    if name in APACHE_VARIANTS:
                         m = measure_apache(name, mode, paths, opts, zcrun, stats_file, server_cpus,
                                            client_cpus, os.path.join(tmp, f"{name}-{run_no}-{mode}"),
                                            budget)

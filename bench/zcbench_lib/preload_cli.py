@@ -28,7 +28,9 @@ def add_parser(sub, list_type, duration_type, positive_type, fraction_type):
                     "conversions that fired.  Writes results.csv, summary.csv, results.json and "
                     "preload-ratios.png into --out.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    pp.add_argument("--workloads", type=list_type(preload.WORKLOADS), default=",".join(preload.WORKLOADS))
+    pp.add_argument("--workloads", type=list_type(preload.WORKLOADS), default=",".join(preload.DEFAULT_WORKLOADS),
+                    help="also apache-noguard, apache-sndbuf, apache-sndbuf-noguard (mapwrite's cost guard off; "
+                         "a 16 KiB send buffer), not run by default")
     pp.add_argument("--runs", type=positive_type, default=5, help="interleaved repetitions (median reported)")
     pp.add_argument("--duration", type=duration_type, default="5s", help="wrk duration per Apache run")
     pp.add_argument("--connections", type=positive_type, default=16, help="wrk connections to Apache")

@@ -1,16 +1,21 @@
 """`zcbench static`: IO-Lite's Figures 3 and 4 on today's servers.
 
-One docroot (a file per size), every server started once, then
+One docroot (a file per size), every server started once (per worker
+count), then
 
-    for run in 1..runs: for size: for mode: for server (order rotated per run)
-        wrk -t1 -c<connections> -d<duration> --latency [-H "Connection: close"] URL
+    for workers in --workers: for run in 1..runs: for size: for mode:
+        for server (order rotated per run)
+            wrk -t<client CPUs> -c<connections> -d<duration> --latency [-H "Connection: close"] URL
 
-with every server pinned to the same CPU(s) and wrk to the others (pinning.py;
---no-pin to let the scheduler place them), so drift on a shared machine hits every server alike; the median of the runs
-is reported per (server, size, mode) with the ratios zchttpd/peer.
+with every server pinned to the same CPU(s) and wrk to the others, a
+thread per CPU (pinning.py; --no-pin to let the scheduler place them, one
+wrk thread), so drift on a shared machine hits every server alike; the
+median of the runs is reported per (workers, server, size, mode) with the
+ratios zchttpd/peer.  Several worker counts (--workers 1,4,8) add the
+scaling table and figures of scaling.py.
 
 The method (issue 15): each server runs in a cgroup of its own with a CPU
-quota (--server-cpu, default 0.5 of one CPU; budget.py), so requests/s
+quota (--server-cpu, default 0.5 of one CPU per server core; budget.py), so requests/s
 say what it does with a fixed CPU budget; every point records the group's
 CPU time and wrk's, and a point where wrk used more than 80 % of its core
 is marked client-bound (cpu.py) and left out of the medians and ratios
@@ -294,7 +299,8 @@ def run(opts, log=sys.stderr):
             except BaseException:
                 srv.stop()
                 raise
-            meta.setdefault("commands", {})[f"{name} {place.workers}"] = " ".join(srv.cmdline)
+            key = name if len(counts) == 1 else f"{name} workers={place.workers}"
+            meta.setdefault("commands", {})[key] = " ".join(srv.cmdline)
             print(f"zcbench: {name} on 127.0.0.1:{srv.port} ({place.workers} worker(s))", file=log)
             return srv
         return start

@@ -52,13 +52,23 @@ static size_t iov_total(const struct iovec *iov, int n)
  * pipe conversion's look after it.  Kept to direct calls and no errno
  * traffic on the way through: the hooks sit on every write of every
  * program, and each helper saves errno itself on its slow path only.
+ * When mapwrite's cost guard chose the plain call (g->active), the hook
+ * hands it the result (real_done).
  */
 static inline bool before_write(int fd, const struct iovec *iov, int iovcnt,
-				bool sock, int flags, ssize_t *r)
+				bool sock, int flags, ssize_t *r,
+				struct zcp_guard_pick *g)
 {
+	g->active = false;
 	if (iovcnt > 0 && iov[0].iov_len >= ZCP_FORWARD_MIN_IO)
 		zcp_forward_write(iov, iovcnt);
-	return zcp_map_any() && zcp_mapwrite(fd, iov, iovcnt, sock, flags, r);
+	return zcp_map_any() && zcp_mapwrite(fd, iov, iovcnt, sock, flags, r, g);
+}
+
+static inline void real_done(struct zcp_guard_pick *g, ssize_t r)
+{
+	if (__builtin_expect(g->active, 0))
+		zcp_mapwrite_copied(g, r);
 }
 
 static inline void after_write(int fd, size_t n, ssize_t r)
@@ -70,24 +80,30 @@ static inline void after_write(int fd, size_t n, ssize_t r)
 ZCP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	struct iovec iov = { (void *)buf, n };
+	struct zcp_guard_pick g;
 	ssize_t r;
 
 	zcp_init();
-	if (!before_write(fd, &iov, 1, false, 0, &r))
+	if (!before_write(fd, &iov, 1, false, 0, &r, &g)) {
 		r = zcp_real.write(fd, buf, n);
+		real_done(&g, r);
+	}
 	after_write(fd, n, r);
 	return r;
 }
 
 ZCP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
+	struct zcp_guard_pick g;
 	ssize_t r;
 
 	zcp_init();
 	if (iovcnt < 0 || iovcnt > IOV_MAX)
 		return zcp_real.writev(fd, iov, iovcnt);
-	if (!before_write(fd, iov, iovcnt, false, 0, &r))
+	if (!before_write(fd, iov, iovcnt, false, 0, &r, &g)) {
 		r = zcp_real.writev(fd, iov, iovcnt);
+		real_done(&g, r);
+	}
 	after_write(fd, iov_total(iov, iovcnt), r);
 	return r;
 }
@@ -95,11 +111,14 @@ ZCP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 ZCP_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
 	struct iovec iov = { (void *)buf, n };
+	struct zcp_guard_pick g;
 	ssize_t r;
 
 	zcp_init();
-	if (!before_write(fd, &iov, 1, true, flags, &r))
+	if (!before_write(fd, &iov, 1, true, flags, &r, &g)) {
 		r = zcp_real.send(fd, buf, n, flags);
+		real_done(&g, r);
+	}
 	return r;
 }
 
@@ -107,17 +126,21 @@ ZCP_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 			  const struct sockaddr *to, socklen_t tolen)
 {
 	struct iovec iov = { (void *)buf, n };
+	struct zcp_guard_pick g = { .active = false };
 	ssize_t r;
 
 	zcp_init();
 	/* An address: datagram-style, never ours. */
-	if (to || !before_write(fd, &iov, 1, true, flags, &r))
+	if (to || !before_write(fd, &iov, 1, true, flags, &r, &g)) {
 		r = zcp_real.sendto(fd, buf, n, flags, to, tolen);
+		real_done(&g, r);
+	}
 	return r;
 }
 
 ZCP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
+	struct zcp_guard_pick g = { .active = false };
 	ssize_t r;
 
 	zcp_init();
@@ -125,8 +148,10 @@ ZCP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	if (!msg || msg->msg_name || msg->msg_controllen ||
 	    msg->msg_iovlen > IOV_MAX ||
 	    !before_write(fd, msg->msg_iov, (int)msg->msg_iovlen, true, flags,
-			  &r))
+			  &r, &g)) {
 		r = zcp_real.sendmsg(fd, msg, flags);
+		real_done(&g, r);
+	}
 	return r;
 }
 

@@ -23,7 +23,12 @@
  *     that atomic writes stay atomic) or a stream socket; the call's flags
  *     are none or MSG_NOSIGNAL; the call moves at least ZC_MAPWRITE_MIN
  *     bytes from mappings (default 64 KiB: below, the checks cost more
- *     than the copy).
+ *     than the copy);
+ *   - the cost guard (guard.c) measured the conversion no dearer than the
+ *     plain call for this destination and size, in this process: whether
+ *     file pages by reference cost the sender less than a copy differs
+ *     from machine to machine (docs/bench-preload.md), so the program's
+ *     own CPU time decides; ZC_MAPWRITE_GUARD=0 converts regardless.
  *
  * Why this is off for ordinary files unless ZC_ENABLE=mapwrite: write(2)
  * copies, so bytes written are fixed when write returns.  sendfile and
@@ -96,6 +101,10 @@ static atomic_bool no_query; /* PROCMAP_QUERY said ENOTTY */
 
 static const char R_CHANGE[] =
 	"source file can change (ZC_ENABLE=mapwrite converts it)";
+static const char R_COPY_CHEAPER[] =
+	"the copy measured cheaper here (cost guard)";
+static const char R_COPY_PROBE[] =
+	"a plain call of the cost guard's measuring epochs";
 
 
 static size_t min_bytes(void)
@@ -255,6 +264,7 @@ void zcp_map_fork_child(void)
 	 * table is consistent (prepare took the lock): start a fresh lock.
 	 */
 	lock = (pthread_rwlock_t)PTHREAD_RWLOCK_INITIALIZER;
+	zcp_guard_fork_child();
 
 	fd = atomic_exchange(&maps_fd, -1);
 	if (fd >= 0)
@@ -514,12 +524,21 @@ static void drop_transients(struct zcp_seg *seg, int n)
 			zcp_fd_transient_done(seg[i].src);
 }
 
+void zcp_mapwrite_copied(struct zcp_guard_pick *g, ssize_t r)
+{
+	int saved = errno;
+
+	zcp_guard_done(g, r);
+	errno = saved;
+}
+
 bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
-		  int flags, ssize_t *ret)
+		  int flags, ssize_t *ret, struct zcp_guard_pick *g)
 {
 	struct zcp_seg seg[NSEG];
 	struct map snap[NSEG]; /* the entries as they were under the lock */
 	struct zcp_xfer x = { .fd = fd };
+	struct zcp_guard_pick pick = { .active = false };
 	const char *why = NULL;
 	size_t total = 0, mapped = 0;
 	int i, fl, saved = errno;
@@ -562,6 +581,21 @@ bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
 		why = "send flags other than MSG_NOSIGNAL";
 	if (!why && mapped < min_bytes())
 		why = "less than ZC_MAPWRITE_MIN from mappings";
+	/*
+	 * The cost guard, before the checks that cost system calls: when this
+	 * epoch's way is the plain call, it is the caller's to make (and to
+	 * report to the guard), at the plain call's cost; else the
+	 * conversion, its checks included.
+	 */
+	if (!why) {
+		zcp_guard_pick(&pick);
+		if (pick.way == ZCP_WAY_COPY) {
+			zcp_passed(ZCP_MAPWRITE, pick.probe ? R_COPY_PROBE : R_COPY_CHEAPER);
+			*g = pick;
+			errno = saved;
+			return false;
+		}
+	}
 	if (!why) {
 		kind = zc_fdkind_of(fd);
 		x.sock = kind == ZC_FD_TCP || kind == ZC_FD_UNIX;
@@ -609,6 +643,7 @@ bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
 	}
 	saved = errno;
 	drop_transients(seg, iovcnt < NSEG ? iovcnt : NSEG);
+	zcp_guard_done(&pick, r);
 	errno = saved;
 	if (r > 0) {
 		size_t copied = 0, left = r;

@@ -24,6 +24,8 @@
  *                             become sendfile/splice from that file
  *   xfer.c      write(2)-exact transfers from a file (sendfile/splice) used
  *               by mapwrite
+ *   guard.c     the cost guard: mapwrite takes the conversion only where
+ *               it was measured cheaper than the plain call (guard.h)
  *   forward.c   ZCP_FORWARD:  read-then-write of unmodified data: counted,
  *                             not converted (forward.c says why)
  *   stdio.c     ZCP_STDIO:    stdio reads of regular files served from a
@@ -44,6 +46,7 @@
 #define ZC_PRELOAD_H
 
 #include "conv_names.h"
+#include "guard.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -245,9 +248,15 @@ static inline bool zcp_map_any(void)
 {
 	return __atomic_load_n(&zcp_nmaps, __ATOMIC_RELAXED) != 0;
 }
-/* true: the call was converted and *ret (and errno) hold its result. */
+/*
+ * true: the call was converted and *ret (and errno) hold its result.
+ * false: the caller makes the real call; when the cost guard chose it
+ * (g->active), the caller passes the result to zcp_mapwrite_copied
+ * (errno kept).  guard.h: the guard.
+ */
 bool zcp_mapwrite(int fd, const struct iovec *iov, int iovcnt, bool sock,
-		  int flags, ssize_t *ret);
+		  int flags, ssize_t *ret, struct zcp_guard_pick *g);
+void zcp_mapwrite_copied(struct zcp_guard_pick *g, ssize_t r);
 
 /*
  * fdstate.c: the preload's own descriptors (close-on-exec, high numbers).
