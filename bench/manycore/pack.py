@@ -98,6 +98,11 @@ def configs():
                                                        p["workers"])[1:]) + "\n",
         "floor.args": "\n".join(servers.floor_argv("zcfloor", p["port"], p["docroot"],
                                                    p["workers"])[1:]) + "\n",
+        # zchttpd with options (servers.VARIANTS): SERVERS="zchttpd-copy ..."
+        **{f"{name}.args": "\n".join(servers.zchttpd_argv("zchttpd", p["port"], p["docroot"],
+                                                          p["workers"], extra)[1:]) + "\n"
+           for name, (kind, extra) in servers.VARIANTS.items()
+           if kind == "zchttpd" and extra},
     }
 
 

@@ -20,7 +20,9 @@
 #   WORKERS="1" SIZES="1k" RUNS=1 DURATION=1 ./run.sh    a small one
 #
 # Settings (environment): WORKERS ("1 4 8"), SIZES ("1k 100k"), SERVERS
-# ("zchttpd nginx h2o floor"), RUNS (2), DURATION (3, s), WARMUP (1, s),
+# ("zchttpd nginx h2o floor"; zchttpd-copy and zchttpd-sendfile are
+# zchttpd sending hot bodies up to 128 KiB by copy or by sendfile),
+# RUNS (2), DURATION (3, s), WARMUP (1, s),
 # CONNECTIONS (256), CLIENT_CPUS (default: every core above the largest
 # worker count), THREADS (default: one per client core, at most 8), OUT
 # (default: ./results-DATE).
@@ -213,7 +215,8 @@ start_server() {	# name workers port
 	local name=$1 w=$2 port=$3 dir=$WORK/$1-$2-$3 argv=() line
 	mkdir -p "$dir"
 	case $name in
-	zchttpd|floor)
+	zchttpd|zchttpd-*|floor)	# zchttpd-*: with options (pack.py)
+		[ -f "$HERE/conf/$name.args" ] || die "unknown server $name"
 		while read -r line; do argv+=("${line//@PORT@/$port}"); done < "$HERE/conf/$name.args"
 		argv=("${argv[@]//@ROOT@/$ROOT}")
 		argv=("${argv[@]//@WORKERS@/$w}")

@@ -49,9 +49,15 @@ from . import build_dir, pinning
 from .cpu import cpu_seconds
 
 NAMES = ("zchttpd", "nginx", "h2o", "floor", "zchttpd-uring", "floor-uring",
-         "zchttpd-tls", "nginx-tls")
+         "zchttpd-tls", "nginx-tls", "zchttpd-copy", "zchttpd-sendfile")
 # name: (kind, more arguments) -- a server that is another one with options.
+# zchttpd-copy and zchttpd-sendfile are the two ways to send a hot body up
+# to 128 KiB (docs/bench-static.md, "How a hot body is sent"): copied from
+# the cache's shared memory with its head, or sendfile from the page cache.
 VARIANTS = {"zchttpd-uring": ("zchttpd", ["--event", "io_uring"]),
+            "zchttpd-copy": ("zchttpd", ["--cache-small-max", "128k",
+                                         "--cache-copy-max", "128k"]),
+            "zchttpd-sendfile": ("zchttpd", ["--cache-small-max", "0"]),
             "floor-uring": ("floor", ["--event", "io_uring"]),
             "zchttpd-tls": ("zchttpd", []),
             "nginx-tls": ("nginx", [])}
