@@ -61,6 +61,7 @@
 static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data);
 static void process(struct zh_conn *c);
 static void do_read(struct zh_conn *c);
+static void on_posted(struct ev_post *p);
 
 /* ------------------------------------------------------------ life */
 
@@ -103,22 +104,6 @@ static void unpin_sent(struct zh_conn *c, bool all)
 	c->nfl -= i;
 }
 
-static void unpost(struct zh_conn *c)
-{
-	struct zh_worker *w = c->w;
-
-	if (!c->posted)
-		return;
-	if (c->post_prev)
-		c->post_prev->post_next = c->post_next;
-	else
-		w->posted = c->post_next;
-	if (c->post_next)
-		c->post_next->post_prev = c->post_prev;
-	c->post_prev = c->post_next = NULL;
-	c->posted = false;
-}
-
 /* The request leaves its handler: what it holds of the connection goes. */
 static void req_release(struct zh_conn *c)
 {
@@ -153,7 +138,7 @@ void conn_free(struct zh_conn *c)
 			c->req.handler->abort(&c->req);
 		req_release(c);
 	}
-	unpost(c);
+	ev_unpost(&c->post);
 	unpin_sent(c, true);
 	ev_timer_disarm(&c->timer);
 	/* close() takes the fd out of epoll (nothing else holds it); just
@@ -278,6 +263,7 @@ static struct zh_conn *conn_new(struct zh_worker *w, int fd,
 	}
 	c->w = w;
 	c->fd = fd;
+	ev_post_init(&c->post, on_posted);
 	/* Accepted from our own TCP listener, non-blocking: no need to
 	 * probe what kind of descriptor it is. */
 	zc_sink_init_tcp(&c->sink, fd, 1);
@@ -356,14 +342,10 @@ void conn_close_all(struct zh_worker *w)
 		free(w->spare_in[--w->nspare_in]);
 }
 
-void conn_run_posted(struct zh_worker *w)
+/* Posted by a handler through request.c (conn_post). */
+static void on_posted(struct ev_post *p)
 {
-	while (w->posted) {
-		struct zh_conn *c = w->posted;
-
-		unpost(c);
-		process(c);
-	}
+	process((struct zh_conn *)((char *)p - offsetof(struct zh_conn, post)));
 }
 
 /* ------------------------------------------------------------ output */

@@ -17,8 +17,5 @@ int conn_accept_all(struct zh_worker *w, bool tls);
 void conn_close_idle(struct zh_worker *w);
 /* Close every connection now (shutdown deadline). */
 void conn_close_all(struct zh_worker *w);
-/* Run the work handlers posted for their connections (request.h); the
- * worker calls this before the loop sleeps. */
-void conn_run_posted(struct zh_worker *w);
 
 #endif

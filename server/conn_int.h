@@ -28,7 +28,7 @@ enum conn_state { C_IDLE, C_READING, C_WRITING, C_WAITING, C_LINGER };
 
 struct zh_conn {
 	struct zh_conn *prev, *next;	/* worker's list */
-	struct zh_conn *post_prev, *post_next;	/* worker's posted list */
+	struct ev_post post;		/* process() before the loop sleeps */
 	struct zh_worker *w;
 	int fd;
 	zc_sink sink;			/* fd, probed once for iol_write */
@@ -50,7 +50,6 @@ struct zh_conn {
 	bool active;			/* req waits in its handler */
 	bool paused;			/* ... which waits for the output to
 					 * drain (request_send said so) */
-	bool posted;			/* on the worker's posted list */
 	bool in_process;		/* process() is on the stack */
 	bool rdhup_seen;		/* half-closed with requests pending */
 	/* The io_uring loop's ring receive (conn_ring.c): */
@@ -85,20 +84,12 @@ static inline uint64_t conn_queued_end(const struct zh_conn *c)
 }
 
 /* Have conn.c's process() run for c before the loop sleeps (handlers never
- * re-enter the connection).  Inside process() itself there is no need:
- * its loop looks again. */
+ * re-enter the connection): c->post, whose function conn.c set.  Inside
+ * process() itself there is no need: its loop looks again. */
 static inline void conn_post(struct zh_conn *c)
 {
-	struct zh_worker *w = c->w;
-
-	if (c->posted || c->in_process)
-		return;
-	c->posted = true;
-	c->post_prev = NULL;
-	c->post_next = w->posted;
-	if (w->posted)
-		w->posted->post_prev = c;
-	w->posted = c;
+	if (!c->in_process)
+		ev_post(c->w->loop, &c->post);
 }
 
 /* conn_ring.c: input from the io_uring loop's ring receive. */

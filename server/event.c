@@ -35,6 +35,7 @@ int ev_loop_create(struct ev_loop **out)
 		return err;
 	}
 	l->now_ms = ev_clock_ms();
+	l->posted.prev = l->posted.next = &l->posted;
 	*out = l;
 	return 0;
 }
@@ -209,6 +210,39 @@ uint64_t ev_now_ms(const struct ev_loop *loop)
 	return loop->now_ms;
 }
 
+/* ------------------------------------------------------------ posted */
+
+void ev_post(struct ev_loop *loop, struct ev_post *p)
+{
+	if (p->next)
+		return;
+	p->prev = loop->posted.prev;
+	p->next = &loop->posted;
+	loop->posted.prev->next = p;
+	loop->posted.prev = p;
+}
+
+void ev_unpost(struct ev_post *p)
+{
+	if (!p->next)
+		return;
+	p->prev->next = p->next;
+	p->next->prev = p->prev;
+	p->prev = p->next = NULL;
+}
+
+void ev_before_sleep(struct ev_loop *loop)
+{
+	while (loop->posted.next != &loop->posted) {
+		struct ev_post *p = loop->posted.next;
+
+		ev_unpost(p);
+		p->fn(p);
+	}
+	if (loop->before_sleep)
+		loop->before_sleep(loop, loop->before_sleep_data);
+}
+
 void ev_set_before_sleep(struct ev_loop *loop,
 			 void (*fn)(struct ev_loop *, void *), void *data)
 {
@@ -253,8 +287,7 @@ int ev_run(struct ev_loop *loop)
 	while (!loop->stop) {
 		int err;
 
-		if (loop->before_sleep)
-			loop->before_sleep(loop, loop->before_sleep_data);
+		ev_before_sleep(loop);
 		if (loop->stop)
 			break;
 		err = ev_dispatch_epoll(loop, ev_next_timeout(loop));

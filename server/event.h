@@ -101,7 +101,42 @@ uint64_t ev_now_ms(const struct ev_loop *loop);
 int ev_run(struct ev_loop *loop);
 void ev_stop(struct ev_loop *loop);
 
-/* Called once per iteration before sleeping (flush logs, accept backlog). */
+/*
+ * Deferred work (nginx's posted events).  Work that must not run inside the
+ * call that asked for it -- a handler's request to its connection, a
+ * FastCGI link its client resumed -- is posted, and the loop runs what is
+ * posted before it sleeps: in the order posted, until nothing is left, so
+ * work posted meanwhile runs in the same pass and the loop never sleeps on
+ * posted work.  A post is embedded in the object it runs for (container_of
+ * to get back), its function set once; posting it again while it waits is a
+ * no-op.  One queue per loop: modules that post for each other need no
+ * loop of their own around it.
+ */
+struct ev_post;
+typedef void ev_post_fn(struct ev_post *p);
+
+struct ev_post {
+	struct ev_post *prev, *next;	/* NULL when not posted */
+	ev_post_fn *fn;
+};
+
+static inline void ev_post_init(struct ev_post *p, ev_post_fn *fn)
+{
+	p->prev = p->next = 0;
+	p->fn = fn;
+}
+
+static inline bool ev_posted(const struct ev_post *p)
+{
+	return p->next != 0;
+}
+
+void ev_post(struct ev_loop *loop, struct ev_post *p);
+/* Take p off the queue (the object goes away); harmless if not posted. */
+void ev_unpost(struct ev_post *p);
+
+/* Called once per iteration before sleeping, after the posted work (flush
+ * logs, housekeeping). */
 void ev_set_before_sleep(struct ev_loop *loop, void (*fn)(struct ev_loop *,
 							    void *), void *data);
 

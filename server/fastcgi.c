@@ -849,8 +849,3 @@ void fastcgi_worker_fini(struct zh_worker *w)
 {
 	fcgi_upstreams_fini(w);
 }
-
-void fastcgi_run_posted(struct zh_worker *w)
-{
-	fcgi_run_posted(w);
-}

@@ -68,8 +68,5 @@ int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *route);
  * and their end (connections closed, waiting requests already gone). */
 int fastcgi_worker_init(struct zh_worker *w);
 void fastcgi_worker_fini(struct zh_worker *w);
-/* Work resumed by requests (a backend link that may deliver again), run
- * before the loop sleeps. */
-void fastcgi_run_posted(struct zh_worker *w);
 
 #endif

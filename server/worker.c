@@ -128,13 +128,7 @@ static void before_sleep(struct ev_loop *loop, void *data)
 {
 	struct zh_worker *w = data;
 
-	/* Work one side posts for the other (a drained client resumes its
-	 * backend link, a link's records post the client): run both until
-	 * neither has any, or the loop would sleep on posted work. */
-	do {
-		fastcgi_run_posted(w);
-		conn_run_posted(w);
-	} while (w->posted || w->fcgi_posted);
+	/* The loop has run the posted work (event.h) by now. */
 	vhost_flush_logs(w);
 	if (cache_maintain(w->cache, ev_now_ms(loop)) >= 0 &&
 	    !ev_timer_armed(&w->cache_timer))

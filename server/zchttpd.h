@@ -135,7 +135,6 @@ struct zh_worker {
 	struct ev_timer_list t_cache;	/* wakes the loop for cache_maintain */
 	struct ev_timer cache_timer;
 	struct zh_conn *conns;		/* list of open connections */
-	struct zh_conn *posted;		/* connections with handler work */
 	unsigned nconns;
 	/* Input buffers kept for the next request (conn.c's in_get). */
 	char *spare_in[32];
@@ -149,7 +148,6 @@ struct zh_worker {
 	struct cache *cache;
 	struct diskio *diskio;		/* helper threads, or NULL */
 	struct fcgi_upstream *upstreams;	/* one per FastCGI route */
-	struct fcgi_link *fcgi_posted;	/* links to pump before sleeping */
 	char uri[ZH_PATH_MAX + 1];	/* the request path being routed */
 	/* Requests are parsed one at a time: header slots are per worker
 	 * (a request that has to wait takes a copy, request.h). */
