@@ -465,14 +465,16 @@ static bool flush(struct zh_conn *c)
 /* ------------------------------------------------------------ requests */
 
 /*
- * The request in c->req is answered (err as request_finish() takes it):
+ * The request in c->req is answered (`how` as request_finish() takes it):
  * the error page if there is one, the pin on the cache entry its body
  * uses, counters, the access log, and whether the connection stays open.
  */
-static void complete(struct zh_conn *c, int err)
+static void complete(struct zh_conn *c, zh_answer how)
 {
 	struct zh_worker *w = c->w;
 	struct zh_request *r = &c->req;
+	int err = zh_error_status(how);
+	bool cut = zh_truncated(how);
 
 	if (!r->body_read && ((r->http.flags & HTTP_F_CHUNKED) ||
 			      ((r->http.flags & HTTP_F_CONTENT_LENGTH) &&
@@ -483,9 +485,11 @@ static void complete(struct zh_conn *c, int err)
 		r->keep_alive = false;
 		c->linger = true;
 	}
-	if (err > 0 && conn_queued_end(c) != c->req_start)
-		err = ZH_TRUNCATED;	/* too late for an error page */
-	if (err == ZH_TRUNCATED) {
+	if (err && conn_queued_end(c) != c->req_start) {
+		err = 0;		/* too late for an error page */
+		cut = true;
+	}
+	if (cut) {
 		/* Send what is queued, then close: a client can tell a cut
 		 * body (Content-Length, chunked framing) from a whole one
 		 * only if the connection ends there. */
@@ -519,7 +523,7 @@ static void complete(struct zh_conn *c, int err)
 }
 
 /* Which handler answers a request, and the checks before it. */
-static int route(struct zh_conn *c, struct zh_request *r)
+static zh_answer route(struct zh_conn *c, struct zh_request *r)
 {
 	struct zh_worker *w = c->w;
 	const struct http_request *req = &r->http;
@@ -533,11 +537,11 @@ static int route(struct zh_conn *c, struct zh_request *r)
 
 	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
 	    req->content_length > w->cfg->max_body_bytes)
-		return 413;	/* refused before anything else about it */
+		return zh_status(413);	/* refused before anything else */
 	if (status_matches(w, req)) {
 		if (has_body)
 			r->keep_alive = false;	/* as below */
-		return get ? status_serve(r) : bad_method;
+		return get ? status_serve(r) : zh_status(bad_method);
 	}
 	/* One normalization per request (uri.h), kept in the worker's
 	 * scratch; a request that waits takes a copy (request_wait). */
@@ -546,8 +550,8 @@ static int route(struct zh_conn *c, struct zh_request *r)
 				sizeof(w->uri) - 1, &r->up);
 	if (ue != URI_OK) {
 		if (!get && !w->cfg->nfcgi)
-			return bad_method;
-		return ue == URI_E_TOO_LONG ? 414 : 400;
+			return zh_status(bad_method);
+		return zh_status(ue == URI_E_TOO_LONG ? 414 : 400);
 	}
 	r->uri = w->uri;
 	r->uri_len = r->up.len + 1;
@@ -561,7 +565,7 @@ static int route(struct zh_conn *c, struct zh_request *r)
 	if (has_body)
 		r->keep_alive = false;
 	if (!get)
-		return bad_method;
+		return zh_status(bad_method);
 	return static_serve(r);
 }
 
@@ -572,7 +576,7 @@ static bool answer(struct zh_conn *c, const struct http_request *req,
 {
 	struct zh_worker *w = c->w;
 	struct zh_request *r = &c->req;
-	int err;
+	zh_answer how;
 
 	*r = (struct zh_request){
 		.conn = c,
@@ -587,10 +591,10 @@ static bool answer(struct zh_conn *c, const struct http_request *req,
 	w->stats->requests++;
 	if (r->vhost->site->stat_slot >= 0)
 		w->stats->site_requests[r->vhost->site->stat_slot]++;
-	err = route(c, r);
-	if (err == ZH_WAIT)
+	how = route(c, r);
+	if (zh_waits(how))
 		return false;
-	complete(c, err);
+	complete(c, how);
 	return true;
 }
 
@@ -643,7 +647,7 @@ static bool answer_buffered(struct zh_conn *c)
  * and drop its head; what follows in the input is the next request. */
 static void settle(struct zh_conn *c)
 {
-	complete(c, c->req.finish_err);
+	complete(c, c->req.finished_as);
 	consume(c, c->req.head_len);
 	req_release(c);
 }
@@ -653,7 +657,7 @@ static void settle(struct zh_conn *c)
 static void reroute(struct zh_conn *c)
 {
 	struct zh_request *r = &c->req;
-	int err;
+	zh_answer how;
 
 	r->redirect_pending = false;
 	r->handler = NULL;
@@ -678,10 +682,10 @@ static void reroute(struct zh_conn *c)
 	r->uri = NULL;
 	r->status = 0;
 	r->body_bytes = 0;
-	err = route(c, r);
-	if (err != ZH_WAIT) {
+	how = route(c, r);
+	if (!zh_waits(how)) {
 		r->finished = true;	/* settled by the caller's loop */
-		r->finish_err = err;
+		r->finished_as = how;
 	}
 }
 

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "request.h"
+
 enum zh_fcgi_transport {
 	ZH_FCGI_UNIX,		/* unix:PATH */
 	ZH_FCGI_TCP,		/* HOST:PORT */
@@ -61,8 +63,10 @@ const struct zh_fcgi_route *fastcgi_route(const struct zh_worker *w,
 					  unsigned site, const char *path,
 					  size_t len);
 
-/* Answer r through the route's backend: ZH_WAIT, or an error status. */
-int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *route);
+/* Answer r through the route's backend: ZH_WAITING, or an error page
+ * (zh_answer, request.h). */
+zh_answer fastcgi_serve(struct zh_request *r,
+			const struct zh_fcgi_route *route);
 
 /* Per worker: the backends' connection pools (after the loop exists),
  * and their end (connections closed, waiting requests already gone). */

@@ -91,12 +91,12 @@ int request_wait(struct zh_request *r, const struct zh_handler *h,
 	return 0;
 }
 
-void request_finish(struct zh_request *r, int err)
+void request_finish(struct zh_request *r, zh_answer how)
 {
 	/* conn.c settles it (error page, log, what follows) from its loop;
 	 * until then nothing may reach the handler's state, which is gone. */
 	r->finished = true;
-	r->finish_err = err;
+	r->finished_as = how;
 	r->wait = NULL;
 	r->want_input = false;
 	conn_post(r->conn);
@@ -208,7 +208,7 @@ void request_redirect(struct zh_request *r, const char *path, size_t len)
 
 	if (!to || ++r->redirects > 10) {
 		free(to);
-		request_finish(r, 500);
+		request_finish(r, zh_status(500));
 		return;
 	}
 	free(r->redirect);

@@ -37,6 +37,59 @@ struct zh_vhost;
 struct zh_request;
 struct cache_entry;
 
+/*
+ * How a handler's part in a request ends, or that it goes on later: a type
+ * of its own, so that it cannot be taken for an errno or for a plain status
+ * (an int that carried "wait" as -1 and "cut" as -2 also carried -EPERM and
+ * -ENOENT).  A handler's serve function returns
+ *   ZH_ANSWERED         the response is complete in request_out();
+ *   zh_status(S)        answer with the error page of status S instead;
+ *   ZH_WAITING          it called request_wait(): it finishes the request
+ *                       later with request_finish();
+ * and request_finish() takes ZH_ANSWERED, zh_status(S), or
+ *   ZH_TRUNCATED        the response was cut short after part of it was
+ *                       queued (a backend died): what is queued is sent and
+ *                       the connection closed, so the client cannot take
+ *                       the truncated body for a complete one.
+ * An error page is valid only while none of the response is queued; later
+ * the connection cuts it (it becomes ZH_TRUNCATED).
+ */
+typedef struct zh_answer {
+	int code;	/* 0, an HTTP status, or one of the two below (never
+			 * a status: statuses start at 100) */
+} zh_answer;
+
+#define ZH_ANSWER_WAIT 1
+#define ZH_ANSWER_CUT 2
+#define ZH_ANSWERED ((zh_answer){ 0 })
+#define ZH_WAITING ((zh_answer){ ZH_ANSWER_WAIT })
+#define ZH_TRUNCATED ((zh_answer){ ZH_ANSWER_CUT })
+
+/* status: 0 (answered) or an HTTP status, 100-599 (anything else would be
+ * a bug: it is answered as 500, never as a wait or a cut). */
+static inline zh_answer zh_status(int status)
+{
+	if (status && (status < 100 || status > 599))
+		status = 500;
+	return (zh_answer){ status };
+}
+
+static inline bool zh_waits(zh_answer a)
+{
+	return a.code == ZH_ANSWER_WAIT;
+}
+
+static inline bool zh_truncated(zh_answer a)
+{
+	return a.code == ZH_ANSWER_CUT;
+}
+
+/* The error page's status, or 0 for none. */
+static inline int zh_error_status(zh_answer a)
+{
+	return a.code >= 100 ? a.code : 0;
+}
+
 /* A waiting request's hooks, called by the connection on the loop. */
 struct zh_handler {
 	const char *name;
@@ -86,14 +139,9 @@ struct zh_request {
 	unsigned redirects;
 	bool want_input;
 	bool finished;			/* request_finish was called ... */
-	int finish_err;			/* ... with this */
+	zh_answer finished_as;		/* ... with this */
 	bool redirect_pending;		/* request_redirect was called */
 };
-
-/* Handlers' answers to "answer this request" (static_serve, ...):
- * 0 the response is appended to the output; > 0 the status of an error
- * page to send instead; ZH_WAIT the handler called request_wait(). */
-#define ZH_WAIT (-1)
 
 /* The aggregate this request's response is appended to. */
 zc_agg *request_out(struct zh_request *r);
@@ -114,17 +162,10 @@ int request_head_append(struct zh_request *r, const char *p, size_t len);
 int request_wait(struct zh_request *r, const struct zh_handler *h,
 		 void *wait);
 
-/*
- * The handler is done with r (it must not touch r afterwards; the
- * connection settles it from its own loop).  err 0: the response is
- * complete in the output.  err > 0: answer with that error page instead (only valid while
- * none of this response has been queued).  ZH_TRUNCATED: the response
- * was cut short after part of it was queued (a backend died): what is
- * queued is sent and the connection closed, so the client cannot take
- * the truncated body for a complete one.
- */
-#define ZH_TRUNCATED (-2)
-void request_finish(struct zh_request *r, int err);
+/* The handler is done with r (it must not touch r afterwards; the
+ * connection settles it from its own loop): ZH_ANSWERED, zh_status(S) or
+ * ZH_TRUNCATED (see zh_answer). */
+void request_finish(struct zh_request *r, zh_answer how);
 
 /* Send what the handler appended so far (a streamed response).  Returns
  * false when the queued output is above the high-water mark: the handler

@@ -554,7 +554,7 @@ static void job_done(struct disk_job *dj)
 	struct static_job *j = (struct static_job *)dj;
 
 	if (j->r)
-		request_finish(j->r, answer_prepared(j->r, j));
+		request_finish(j->r, zh_status(answer_prepared(j->r, j)));
 	job_free(j);
 }
 
@@ -631,7 +631,7 @@ static struct cache_entry *cached_variant(struct zh_request *r,
 	return NULL;
 }
 
-int static_serve(struct zh_request *r)
+zh_answer static_serve(struct zh_request *r)
 {
 	struct zh_worker *w = r->w;
 	const struct uri_path *up = &r->up;
@@ -647,7 +647,7 @@ int static_serve(struct zh_request *r)
 	/* The key is the normalized path with its trailing slash: "/dir"
 	 * redirects, "/dir/" is the index. */
 	if (klen + 2 > sizeof(key))
-		return 414;
+		return zh_status(414);
 	memcpy(key, r->uri, klen);
 	if (up->trailing_slash && up->len)
 		key[klen++] = '/';
@@ -663,14 +663,14 @@ int static_serve(struct zh_request *r)
 			cache_put(w->cache, e);
 		if (v && r->entry != v)
 			cache_put(w->cache, v);
-		return err;
+		return zh_status(err);
 	}
 	/* A miss (of the file, or of the variant this client takes):
 	 * prepare off the loop if we have helpers. */
 	j = w->diskio ? malloc(sizeof(*j)) : &local;
 	if (!j) {
 		cache_put(w->cache, e);
-		return 503;
+		return zh_status(503);
 	}
 	memset(j, 0, offsetof(struct static_job, key));
 	j->r = r;
@@ -691,15 +691,15 @@ int static_serve(struct zh_request *r)
 		cache_put(w->cache, j->entry);
 		cache_put(w->cache, j->ventry);
 		cache_put(w->cache, j->ident);
-		return err;
+		return zh_status(err);
 	}
 	err = request_wait(r, &static_handler, j);
 	if (err) {
 		job_free(j);
-		return err;
+		return zh_status(err);
 	}
 	j->dj.work = job_work;
 	j->dj.done = job_done;
 	diskio_submit(w->diskio, &j->dj);
-	return ZH_WAIT;
+	return ZH_WAITING;
 }

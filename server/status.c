@@ -191,7 +191,7 @@ static int render_prometheus(const struct zh_worker *w,
 	return (int)k;
 }
 
-int status_serve(struct zh_request *r)
+zh_answer status_serve(struct zh_request *r)
 {
 	struct zh_worker *w = r->w;
 	const struct http_request *req = &r->http;
@@ -216,14 +216,14 @@ int status_serve(struct zh_request *r)
 	stats_sum(w->all_stats, &t);
 	body = malloc(cap);
 	if (!body)
-		return 503;
+		return zh_status(503);
 	n = prom ? render_prometheus(w, &t, body, cap)
 		 : render_json(w, &t, body, cap);
 	m = n < 0 || (size_t)n >= cap ? -1 :
 	    render_sites(w, &t, body + n, cap - (size_t)n, prom);
 	if (m < 0) {
 		free(body);
-		return 500;
+		return zh_status(500);
 	}
 	n += m;
 	request_head_begin(r, &h);
@@ -236,10 +236,10 @@ int status_serve(struct zh_request *r)
 	if (request_head_end(r, &h) ||
 	    (!r->head_only && zc_agg_append_bytes(out, NULL, body, (size_t)n))) {
 		free(body);
-		return 500;
+		return zh_status(500);
 	}
 	free(body);
 	r->status = 200;
 	r->body_bytes = r->head_only ? 0 : (uint64_t)n;
-	return 0;
+	return ZH_ANSWERED;
 }
