@@ -165,6 +165,9 @@ int worker_run(struct zh_worker *w)
 			    : ev_loop_create(&w->loop);
 	if (err)
 		return err;
+	err = conn_worker_init(w);
+	if (err)
+		return err;
 	ev_timer_list_init(&w->t_header, cfg->header_timeout_ms);
 	ev_timer_list_init(&w->t_idle, cfg->keepalive_timeout_ms);
 	ev_timer_list_init(&w->t_send, cfg->send_timeout_ms);

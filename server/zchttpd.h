@@ -4,7 +4,8 @@
  *
  * Process model (Flash's AMPED, nginx's master/worker): a master process
  * forks one worker per core; each worker binds its own SO_REUSEPORT socket
- * and runs one epoll loop.  No thread per connection, no shared accept
+ * and runs one event loop (event.h: epoll, or io_uring with epoll inside it
+ * under --event io_uring).  No thread per connection, no shared accept
  * lock.  Counters live in a shared anonymous mapping so any worker can
  * answer the status endpoint for all of them.
  */
@@ -20,6 +21,7 @@
 #include "event.h"
 #include "fastcgi.h"
 #include "http_parser.h"
+#include "sock.h"
 #include "tls.h"
 #include "zc.h"
 
@@ -126,7 +128,6 @@ struct zh_worker {
 	int index;
 	int lfd;			/* listening socket */
 	int tls_lfd;			/* HTTPS listening socket, or -1 */
-	char tls_bounce[TLS_BOUNCE];	/* tls_send's copy of a record */
 	int sigfd;
 	bool stopping;			/* SIGTERM: finish and exit */
 	uint64_t stop_deadline_ms;
@@ -136,9 +137,8 @@ struct zh_worker {
 	struct ev_timer cache_timer;
 	struct zh_conn *conns;		/* list of open connections */
 	unsigned nconns;
-	/* Input buffers kept for the next request (conn.c's in_get). */
-	char *spare_in[32];
-	unsigned nspare_in;
+	struct sock_env socks;		/* what its connections' sockets
+					 * share: buffers, TLS (sock.h) */
 	struct worker_stats *stats;	/* this worker's slot */
 	struct stats_area *all_stats;	/* every process's slot (stats.h) */
 	int nworkers;
