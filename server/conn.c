@@ -42,12 +42,10 @@
 #include "cache.h"
 #include "conn.h"
 #include "conn_int.h"
-#include "fastcgi.h"
-#include "handlers.h"
 #include "request.h"
 #include "respond.h"
+#include "router.h"
 #include "sock.h"
-#include "uri.h"
 #include "vhost.h"
 #include "zchttpd.h"
 
@@ -461,53 +459,6 @@ static void complete(struct zh_conn *c, zh_answer how)
 		c->close_after = true;
 }
 
-/* Which handler answers a request, and the checks before it. */
-static zh_answer route(struct zh_conn *c, struct zh_request *r)
-{
-	struct zh_worker *w = c->w;
-	const struct http_request *req = &r->http;
-	bool get = req->method == HTTP_M_GET || req->method == HTTP_M_HEAD;
-	int bad_method = req->method == HTTP_M_OTHER ? 501 : 405;
-	bool has_body = (req->flags & HTTP_F_CHUNKED) ||
-			((req->flags & HTTP_F_CONTENT_LENGTH) &&
-			 req->content_length);
-	const struct zh_fcgi_route *rt = NULL;
-	enum uri_error ue;
-
-	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
-	    req->content_length > w->cfg->max_body_bytes)
-		return zh_status(413);	/* refused before anything else */
-	if (status_matches(w, req)) {
-		if (has_body)
-			r->keep_alive = false;	/* as below */
-		return get ? status_serve(r) : zh_status(bad_method);
-	}
-	/* One normalization per request (uri.h), kept in the worker's
-	 * scratch; a request that waits takes a copy (request_wait). */
-	w->uri[0] = '/';
-	ue = uri_normalize_path(req->path.p, req->path.len, w->uri + 1,
-				sizeof(w->uri) - 1, &r->up);
-	if (ue != URI_OK) {
-		if (!get && !w->cfg->nfcgi)
-			return zh_status(bad_method);
-		return zh_status(ue == URI_E_TOO_LONG ? 414 : 400);
-	}
-	r->uri = w->uri;
-	r->uri_len = r->up.len + 1;
-	if (w->cfg->nfcgi)
-		rt = fastcgi_route(w, r->vhost->index, r->uri, r->uri_len);
-	if (rt)
-		return fastcgi_serve(r, rt);
-	/* A request body would have to be read and thrown away: the static
-	 * server takes none, so it answers and closes (its head must say so;
-	 * complete() lingers: body_read stays false). */
-	if (has_body)
-		r->keep_alive = false;
-	if (!get)
-		return zh_status(bad_method);
-	return static_serve(r);
-}
-
 /* Answer one parsed request (its head is the first head_len bytes of the
  * input).  Returns false if the answer waits in a handler. */
 static bool answer(struct zh_conn *c, const struct http_request *req,
@@ -530,7 +481,7 @@ static bool answer(struct zh_conn *c, const struct http_request *req,
 	w->stats->requests++;
 	if (r->vhost->site->stat_slot >= 0)
 		w->stats->site_requests[r->vhost->site->stat_slot]++;
-	how = route(c, r);
+	how = router_route(&w->router, r);
 	if (zh_waits(how))
 		return false;
 	complete(c, how);
@@ -621,7 +572,7 @@ static void reroute(struct zh_conn *c)
 	r->uri = NULL;
 	r->status = 0;
 	r->body_bytes = 0;
-	how = route(c, r);
+	how = router_route(&c->w->router, r);
 	if (!zh_waits(how)) {
 		r->finished = true;	/* settled by the caller's loop */
 		r->finished_as = how;

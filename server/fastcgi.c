@@ -152,18 +152,10 @@ static size_t script_end(const struct zh_fcgi_route *rt, const char *uri,
 	return n;
 }
 
-const struct zh_fcgi_route *fastcgi_route(const struct zh_worker *w,
-					  unsigned site, const char *uri,
-					  size_t len)
+bool fastcgi_route_matches(const struct zh_fcgi_route *rt, const char *uri,
+			   size_t len)
 {
-	/* One list for every site (the upstreams and spawned processes
-	 * are per route, fcgi_upstream.c): a few routes per site, so a scan
-	 * that skips the other sites' costs nothing worth indexing. */
-	for (unsigned i = 0; i < w->cfg->nfcgi; i++)
-		if (w->cfg->fcgi[i].site == site &&
-		    script_end(&w->cfg->fcgi[i], uri, len))
-			return &w->cfg->fcgi[i];
-	return NULL;
+	return script_end(rt, uri, len) != 0;
 }
 
 /* ------------------------------------------------------------ helpers */

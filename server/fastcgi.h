@@ -57,11 +57,11 @@ struct zh_worker;
 struct zh_request;
 struct http_request;
 
-/* The route of site `site` for a request path (normalized), or NULL.
- * The first of the site's routes that matches wins. */
-const struct zh_fcgi_route *fastcgi_route(const struct zh_worker *w,
-					  unsigned site, const char *path,
-					  size_t len);
+/* Whether the route takes a request path (normalized, "/..."): its
+ * prefix, or a segment ending in its suffix.  (The router, router.h,
+ * asks the site's routes in order; the first that takes it wins.) */
+bool fastcgi_route_matches(const struct zh_fcgi_route *rt, const char *path,
+			   size_t len);
 
 /* Answer r through the route's backend: ZH_WAITING, or an error page
  * (zh_answer, request.h). */

@@ -1,7 +1,9 @@
 /*
  * handlers.h - what answers a request (request.h): the status endpoint and
- * the document root.  Each returns a zh_answer: ZH_ANSWERED (the response
- * is appended to request_out), zh_status(S) (an error page), or ZH_WAITING.
+ * the document root (fastcgi.h: FastCGI applications), as the router's
+ * table calls them (router.c).  Each returns a zh_answer: ZH_ANSWERED (the
+ * response is appended to request_out), zh_status(S) (an error page), or
+ * ZH_WAITING.
  */
 #ifndef ZC_HANDLERS_H
 #define ZC_HANDLERS_H

@@ -210,6 +210,9 @@ int worker_run(struct zh_worker *w)
 	err = fastcgi_worker_init(w);
 	if (err)
 		return err;
+	err = router_init(&w->router, cfg);
+	if (err)
+		return err;
 	if ((err = ev_add(w->loop, w->sigfd, EPOLLIN, on_signal, w)) ||
 	    (err = ev_add(w->loop, w->lfd, EPOLLIN, on_accept, w)) ||
 	    (w->tls_lfd >= 0 &&
@@ -226,6 +229,7 @@ int worker_run(struct zh_worker *w)
 	conn_close_all(w);	/* abandons their helper jobs, aborts their
 				 * FastCGI requests */
 	fastcgi_worker_fini(w);
+	router_fini(&w->router);
 	diskio_stop(w->diskio);	/* their requests are gone: jobs freed */
 	vhost_worker_fini(w);
 	publish_stats(w);	/* final: the master folds them when we exit */

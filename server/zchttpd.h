@@ -21,6 +21,7 @@
 #include "event.h"
 #include "fastcgi.h"
 #include "http_parser.h"
+#include "router.h"
 #include "sock.h"
 #include "tls.h"
 #include "zc.h"
@@ -143,12 +144,14 @@ struct zh_worker {
 	struct stats_area *all_stats;	/* every process's slot (stats.h) */
 	int nworkers;
 	struct zh_vhost *vhosts;	/* cfg->sites as this worker serves them */
+	struct zh_router router;	/* which handler answers (router.h) */
 	const int *site_rootfds;	/* from the master, one per site */
 	const int *site_logfds;		/* one per site, -1: no log */
 	struct cache *cache;
 	struct diskio *diskio;		/* helper threads, or NULL */
 	struct fcgi_upstream *upstreams;	/* one per FastCGI route */
-	char uri[ZH_PATH_MAX + 1];	/* the request path being routed */
+	char uri[ZH_PATH_MAX + 1];	/* the request path being routed
+					 * (router.c normalizes into it) */
 	/* Requests are parsed one at a time: header slots are per worker
 	 * (a request that has to wait takes a copy, request.h). */
 	struct http_header slots[256];
