@@ -145,48 +145,65 @@ static zh_answer refused_method(const struct http_request *req)
 /* What every location's entry says before its handler runs. */
 static zh_answer dispatch(const struct zh_location *l, struct zh_request *r)
 {
+	const struct zh_content *h = l->content;
 	const struct http_request *req = &r->http;
-	bool has_body = (req->flags & HTTP_F_CHUNKED) ||
-			((req->flags & HTTP_F_CONTENT_LENGTH) &&
-			 req->content_length);
 
 	/* A body it does not read would have to be read and thrown away:
 	 * the handler answers and the connection closes (its head must say
 	 * so; conn.c lingers: body_read stays false). */
-	if (has_body && !l->content->reads_body)
+	if (!h->reads_body && ((req->flags & HTTP_F_CHUNKED) ||
+			       ((req->flags & HTTP_F_CONTENT_LENGTH) &&
+				req->content_length)))
 		r->keep_alive = false;
-	if (!get_or_head(req) && !l->content->any_method)
+	if (!h->any_method && !get_or_head(req))
 		return refused_method(req);
-	return l->content->serve(r, l->arg);
+	return h->serve(r, l->arg);
 }
 
-zh_answer router_route(const struct zh_router *rt, struct zh_request *r)
+/* The location that takes r, normalizing its path on the way; NULL with
+ * *refused set when the request is answered before any (the checks every
+ * request gets). */
+static const struct zh_location *find(const struct zh_router *rt,
+				      struct zh_request *r, zh_answer *refused)
 {
 	struct zh_worker *w = r->w;
 	const struct http_request *req = &r->http;
-	const struct zh_site_locations *sl = &rt->sites[r->vhost->index];
+	const struct zh_site_locations *sl;
 	enum uri_error ue;
 
 	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
-	    req->content_length > w->cfg->max_body_bytes)
-		return zh_status(413);	/* refused before anything else */
+	    req->content_length > w->cfg->max_body_bytes) {
+		*refused = zh_status(413);	/* before anything else */
+		return NULL;
+	}
 	for (unsigned i = 0; i < rt->nraw; i++)
 		if (takes_path(&rt->raw[i], r))
-			return dispatch(&rt->raw[i], r);
+			return &rt->raw[i];
 	w->uri[0] = '/';
 	ue = uri_normalize_path(req->path.p, req->path.len, w->uri + 1,
 				sizeof(w->uri) - 1, &r->up);
 	if (ue != URI_OK) {
 		/* A method nothing here takes is refused as such, whatever
 		 * its path. */
-		if (!get_or_head(req) && !rt->other_methods)
-			return refused_method(req);
-		return zh_status(ue == URI_E_TOO_LONG ? 414 : 400);
+		*refused = !get_or_head(req) && !rt->other_methods
+			   ? refused_method(req)
+			   : zh_status(ue == URI_E_TOO_LONG ? 414 : 400);
+		return NULL;
 	}
 	r->uri = w->uri;
 	r->uri_len = r->up.len + 1;
+	sl = &rt->sites[r->vhost->index];
 	for (unsigned i = 0; i < sl->n; i++)
 		if (takes_path(&sl->loc[i], r))
-			return dispatch(&sl->loc[i], r);
-	return zh_status(404);	/* not reached: the root takes every path */
+			return &sl->loc[i];
+	*refused = zh_status(404);	/* not reached: the root takes all */
+	return NULL;
+}
+
+zh_answer router_route(const struct zh_router *rt, struct zh_request *r)
+{
+	zh_answer refused = ZH_ANSWERED;
+	const struct zh_location *l = find(rt, r, &refused);
+
+	return l ? dispatch(l, r) : refused;
 }

@@ -202,10 +202,12 @@ static void on_ring(struct ev_loop *loop, int fd, const char *buf, ssize_t n,
 	/* Waiting for readiness: the receive was cancelled and epoll has
 	 * the socket.  Once the last bytes are in, an owner that waits for
 	 * input is told (the socket may have nothing more to wake it). */
-	if (!more && s->mode == M_WAIT && (s->want & SOCK_IN) &&
-	    (s->rx_got || s->in.over_len)) {
+	if (!more) {
+		bool got = s->rx_got || s->in.over_len;
+
 		s->rx_got = false;
-		s->hooks->ready(s, SOCK_IN);
+		if (got && s->mode == M_WAIT && (s->want & SOCK_IN))
+			s->hooks->ready(s, SOCK_IN);
 	}
 }
 
@@ -231,9 +233,9 @@ static int set_events(struct zh_sock *s, uint32_t events)
  * has one, else epoll. */
 static int wait_input(struct zh_sock *s)
 {
-	if (s->rx_eof)
-		return -ECONNRESET;
 	if (s->ring) {
+		if (s->rx_eof)
+			return -ECONNRESET;	/* what recv would say */
 		if (!s->rx_on && !s->rx_draining &&
 		    !ev_recv_start(s->env->loop, s->fd, on_ring, s)) {
 			s->rx_on = true;
@@ -356,11 +358,6 @@ static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 	/* Reading; the handshake may wait for room (EPOLLOUT). */
 	if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) || s->handshake)
 		do_read(s);
-}
-
-bool sock_fill(struct zh_sock *s)
-{
-	return sock_in_fill(&s->in, &s->env->bufs, &s->src);
 }
 
 bool sock_holds(struct zh_sock *s)

@@ -152,8 +152,11 @@ int sock_wait(struct zh_sock *s, unsigned want);
 unsigned sock_waits(const struct zh_sock *s);
 
 /* Move input the socket holds ahead of the kernel into s->in; true if
- * any moved. */
-bool sock_fill(struct zh_sock *s);
+ * any moved.  (Inline: the owner asks before every wait.) */
+static inline bool sock_fill(struct zh_sock *s)
+{
+	return sock_in_fill(&s->in, &s->env->bufs, &s->src);
+}
 /* Whether it holds input no readiness event will announce. */
 bool sock_holds(struct zh_sock *s);
 /* Read into s->in: bytes added, 0 at the end, -EAGAIN, -ENOBUFS (s->in is

@@ -29,20 +29,6 @@ void sock_bufs_fini(struct sock_bufs *b)
 		free(b->spare[--b->nspare]);
 }
 
-enum sock_in_next sock_in_next(const struct sock_in *in,
-			       const struct sock_in_src *src)
-{
-	if (in->over_len)
-		return SOCK_IN_HELD;
-	/* A ring receive still to report has bytes the kernel received
-	 * before anything a read would return now. */
-	if (in->arriving)
-		return SOCK_IN_WAIT;
-	if (src->decoded && src->decoded(src->ctx))
-		return SOCK_IN_DECODED;
-	return SOCK_IN_SOURCE;
-}
-
 bool sock_in_hold(struct sock_in *in, struct sock_bufs *b)
 {
 	if (in->buf)
@@ -52,7 +38,7 @@ bool sock_in_hold(struct sock_in *in, struct sock_bufs *b)
 	return in->buf != NULL;
 }
 
-static void give_back(struct sock_in *in, struct sock_bufs *b)
+void sock_in_give_back(struct sock_in *in, struct sock_bufs *b)
 {
 	if (b->nspare < SOCK_IN_SPARE)
 		b->spare[b->nspare++] = in->buf;
@@ -62,16 +48,10 @@ static void give_back(struct sock_in *in, struct sock_bufs *b)
 	in->len = 0;
 }
 
-void sock_in_release(struct sock_in *in, struct sock_bufs *b)
-{
-	if (in->buf && !in->len)
-		give_back(in, b);
-}
-
 void sock_in_free(struct sock_in *in, struct sock_bufs *b)
 {
 	if (in->buf)
-		give_back(in, b);
+		sock_in_give_back(in, b);
 	free(in->over);
 	in->over = NULL;
 	in->over_len = in->over_cap = 0;
@@ -123,8 +103,8 @@ void sock_in_take_over(struct sock_in *in, size_t n)
 	in->over_len -= n;
 }
 
-bool sock_in_fill(struct sock_in *in, struct sock_bufs *b,
-		  const struct sock_in_src *src)
+bool sock_in_fill_held(struct sock_in *in, struct sock_bufs *b,
+		       const struct sock_in_src *src)
 {
 	bool moved = false;
 
@@ -161,15 +141,17 @@ ssize_t sock_in_read(struct sock_in *in, struct sock_bufs *b,
 	size_t before = in->len;
 	ssize_t n;
 
-	if (sock_in_fill(in, b, src))
-		return (ssize_t)(in->len - before);
 	switch (sock_in_next(in, src)) {
 	case SOCK_IN_WAIT:
 		return -EAGAIN;
 	case SOCK_IN_SOURCE:
 		break;
-	default:		/* held or decoded: no room, or no buffer */
-		return in->buf ? -ENOBUFS : -ENOMEM;
+	default:		/* held or decoded: those first */
+		if (sock_in_fill_held(in, b, src))
+			return (ssize_t)(in->len - before);
+		if (sock_in_next(in, src) != SOCK_IN_SOURCE)
+			return in->buf ? -ENOBUFS : -ENOMEM;	/* no room */
+		break;		/* it was no more than it said */
 	}
 	if (!sock_in_hold(in, b))
 		return -ENOMEM;
@@ -183,12 +165,4 @@ ssize_t sock_in_read(struct sock_in *in, struct sock_bufs *b,
 	if (!had)
 		sock_in_release(in, b);
 	return n;
-}
-
-void sock_in_consume(struct sock_in *in, size_t off, size_t n)
-{
-	if (!n)
-		return;
-	memmove(in->buf + off, in->buf + off + n, in->len - off - n);
-	in->len -= n;
 }

@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/types.h>
 
 /* Where bytes come from when the owner reads (sock.c: plain recv or
@@ -72,14 +73,31 @@ void sock_bufs_init(struct sock_bufs *b, size_t cap, size_t tail,
 /* Free the spares (every sock_in using b must be freed first). */
 void sock_bufs_fini(struct sock_bufs *b);
 
-enum sock_in_next sock_in_next(const struct sock_in *in,
-			       const struct sock_in_src *src);
+/* (Inline: every read asks, most often of an empty overflow.) */
+static inline enum sock_in_next sock_in_next(const struct sock_in *in,
+					     const struct sock_in_src *src)
+{
+	if (in->over_len)
+		return SOCK_IN_HELD;
+	/* A ring receive still to report has bytes the kernel received
+	 * before anything a read would return now. */
+	if (in->arriving)
+		return SOCK_IN_WAIT;
+	if (src->decoded && src->decoded(src->ctx))
+		return SOCK_IN_DECODED;
+	return SOCK_IN_SOURCE;
+}
 
 /* Make sure a buffer is held; false without memory. */
 bool sock_in_hold(struct sock_in *in, struct sock_bufs *b);
 /* Give the buffer back if the window is empty (the owner is not using
  * its tail then). */
-void sock_in_release(struct sock_in *in, struct sock_bufs *b);
+void sock_in_give_back(struct sock_in *in, struct sock_bufs *b);
+static inline void sock_in_release(struct sock_in *in, struct sock_bufs *b)
+{
+	if (in->buf && !in->len)
+		sock_in_give_back(in, b);
+}
 /* Everything: the buffer (empty or not) and the overflow. */
 void sock_in_free(struct sock_in *in, struct sock_bufs *b);
 
@@ -91,8 +109,16 @@ int sock_in_arrive(struct sock_in *in, struct sock_bufs *b, const char *p,
 /* Move into the window what is held ahead of the source -- the overflow,
  * then the source's decoded bytes -- as far as it has room.  No read of
  * the source itself (no system call).  True if anything moved. */
-bool sock_in_fill(struct sock_in *in, struct sock_bufs *b,
-		  const struct sock_in_src *src);
+bool sock_in_fill_held(struct sock_in *in, struct sock_bufs *b,
+		       const struct sock_in_src *src);
+static inline bool sock_in_fill(struct sock_in *in, struct sock_bufs *b,
+				const struct sock_in_src *src)
+{
+	/* Most sockets hold nothing: no overflow, no decoder. */
+	if (!in->over_len && !src->decoded)
+		return false;
+	return sock_in_fill_held(in, b, src);
+}
 /* Fill; if nothing was held, read the source into the window.  Bytes
  * added, 0 at the end, -EAGAIN (nothing yet, or a ring receive may still
  * deliver), -ENOBUFS (the window is full), or -errno.  A buffer taken for
@@ -103,6 +129,11 @@ ssize_t sock_in_read(struct sock_in *in, struct sock_bufs *b,
  * an aggregate; sock.c). */
 void sock_in_take_over(struct sock_in *in, size_t n);
 /* Drop n bytes of the window starting at off (what the owner used). */
-void sock_in_consume(struct sock_in *in, size_t off, size_t n);
+static inline void sock_in_consume(struct sock_in *in, size_t off, size_t n)
+{
+	if (off + n < in->len)
+		memmove(in->buf + off, in->buf + off + n, in->len - off - n);
+	in->len -= n;
+}
 
 #endif
