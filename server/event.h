@@ -21,12 +21,18 @@ struct ev_loop;
 typedef void ev_io_fn(struct ev_loop *loop, int fd, uint32_t events,
 		      void *data);
 
+/* A place in one of the loop's lists (a timer list, the posted queue):
+ * doubly linked around a sentinel, so that leaving is O(1). */
+struct ev_node {
+	struct ev_node *prev, *next;	/* NULL when in no list */
+};
+
 struct ev_timer;
 typedef void ev_timer_fn(struct ev_loop *loop, struct ev_timer *t);
 
 /* Embedded in the object it times out (container_of to get back). */
 struct ev_timer {
-	struct ev_timer *prev, *next;
+	struct ev_node node;		/* first: its list's order */
 	struct ev_timer_list *list;	/* NULL when not armed */
 	uint64_t deadline_ms;
 	ev_timer_fn *fn;
@@ -116,19 +122,19 @@ struct ev_post;
 typedef void ev_post_fn(struct ev_post *p);
 
 struct ev_post {
-	struct ev_post *prev, *next;	/* NULL when not posted */
+	struct ev_node node;		/* first: the queue's order */
 	ev_post_fn *fn;
 };
 
 static inline void ev_post_init(struct ev_post *p, ev_post_fn *fn)
 {
-	p->prev = p->next = 0;
+	p->node.prev = p->node.next = 0;
 	p->fn = fn;
 }
 
 static inline bool ev_posted(const struct ev_post *p)
 {
-	return p->next != 0;
+	return p->node.next != 0;
 }
 
 void ev_post(struct ev_loop *loop, struct ev_post *p);

@@ -28,7 +28,7 @@ struct ev_loop {
 	size_t nh;
 	struct ev_timer_list *lists[EV_MAX_TIMER_LISTS];
 	unsigned nlists;
-	struct ev_post posted;		/* sentinel of the posted queue */
+	struct ev_node posted;		/* sentinel of the posted queue */
 	void (*before_sleep)(struct ev_loop *, void *);
 	void *before_sleep_data;
 	struct ev_ring *ring;		/* NULL: plain epoll (event_uring.c) */

@@ -171,95 +171,107 @@ static void run(struct ev_loop *loop)
 	ev_timer_disarm(&deadline);
 }
 
+/* A socket on the server's end of a loopback pair, owned by o. */
+struct fixture {
+	struct ev_loop *loop;
+	struct pair p;
+	struct sock_env env;
+	struct zh_sock s;
+};
+
+static void open_fixture(void **state, struct fixture *f, struct owner *o)
+{
+	f->loop = make_loop(state);
+	f->p = tcp_pair();
+	o->loop = f->loop;
+	assert_int_equal(sock_env_init(&f->env, f->loop, 4096, 64, NULL, NULL),
+			 0);
+	assert_int_equal(sock_init(&f->s, &f->env, f->p.server, 0, &hooks, o),
+			 0);
+}
+
+static void close_fixture(struct fixture *f)
+{
+	sock_close(&f->s);
+	if (f->p.client >= 0)
+		close(f->p.client);
+	sock_env_fini(&f->env);
+	ev_loop_destroy(f->loop);
+}
+
 /* The first request is read at once; later input arrives by itself; an
  * aggregate goes out; the peer's close is the end. */
 static void test_read_send_end(void **state)
 {
-	struct ev_loop *loop = make_loop(state);
-	struct pair p = tcp_pair();
-	struct sock_env env;
-	struct zh_sock s;
-	struct owner o = { .loop = loop, .want = 100 };
+	struct owner o = { .want = 100 };
+	struct fixture f;
 	zc_agg *out;
 	char reply[6];
 
-	assert_int_equal(sock_env_init(&env, loop, 4096, 64, NULL, NULL), 0);
-	assert_int_equal(sock_init(&s, &env, p.server, 0, &hooks, &o), 0);
-	assert_false(sock_handshaking(&s));
-	send_stream(p.client, 0, 100);
-	sock_try_read(&s);		/* loopback: it is there already */
+	open_fixture(state, &f, &o);
+	assert_false(sock_handshaking(&f.s));
+	send_stream(f.p.client, 0, 100);
+	sock_try_read(&f.s);		/* loopback: it is there already */
 	assert_int_equal(o.reads, 1);
 	assert_int_equal(o.got, 100);
 	o.want = 300;
-	assert_int_equal(sock_read_start(&s), 0);
-	send_stream(p.client, 100, 200);
-	run(loop);
+	assert_int_equal(sock_read_start(&f.s), 0);
+	send_stream(f.p.client, 100, 200);
+	run(f.loop);
 	assert_int_equal(o.got, 300);
 	assert_true(o.last > 0);
 
 	assert_int_equal(zc_agg_create(&out), 0);
 	assert_int_equal(zc_agg_append_bytes(out, NULL, "reply!", 6), 0);
-	assert_int_equal(sock_send(&s, out), 6);
+	assert_int_equal(sock_send(&f.s, out), 6);
 	assert_int_equal(zc_agg_len(out), 0);
 	zc_agg_release(out);
-	assert_int_equal(read(p.client, reply, sizeof(reply)), 6);
+	assert_int_equal(read(f.p.client, reply, sizeof(reply)), 6);
 	assert_memory_equal(reply, "reply!", 6);
 
-	close(p.client);
-	run(loop);
+	close(f.p.client);
+	f.p.client = -1;
+	run(f.loop);
 	assert_int_equal(o.ends, 1);
 	assert_int_equal(o.last, 0);
-	sock_close(&s);
-	sock_env_fini(&env);
-	ev_loop_destroy(loop);
+	close_fixture(&f);
 }
 
 /* Draining drops what comes and reports only the end. */
 static void test_drain(void **state)
 {
-	struct ev_loop *loop = make_loop(state);
-	struct pair p = tcp_pair();
-	struct sock_env env;
-	struct zh_sock s;
-	struct owner o = { .loop = loop, .want = 1 };
+	struct owner o = { .want = 1 };
+	struct fixture f;
 
-	assert_int_equal(sock_env_init(&env, loop, 4096, 0, NULL, NULL), 0);
-	assert_int_equal(sock_init(&s, &env, p.server, 0, &hooks, &o), 0);
-	assert_int_equal(sock_drain_start(&s), 0);
-	send_stream(p.client, 0, 50000);
-	shutdown(p.client, SHUT_WR);
-	run(loop);
+	open_fixture(state, &f, &o);
+	assert_int_equal(sock_drain_start(&f.s), 0);
+	send_stream(f.p.client, 0, 50000);
+	shutdown(f.p.client, SHUT_WR);
+	run(f.loop);
 	assert_int_equal(o.reads, 1);
 	assert_int_equal(o.ends, 1);
 	assert_int_equal(o.got, 0);
-	assert_int_equal(s.in.len, 0);
-	sock_close(&s);
-	close(p.client);
-	sock_env_fini(&env);
-	ev_loop_destroy(loop);
+	assert_int_equal(f.s.in.len, 0);
+	close_fixture(&f);
 }
 
 /* A request body read past the buffer, into an aggregate. */
 static void test_read_agg(void **state)
 {
-	struct ev_loop *loop = make_loop(state);
-	struct pair p = tcp_pair();
-	struct sock_env env;
-	struct zh_sock s;
-	struct owner o = { .loop = loop };
+	struct owner o = { 0 };
+	struct fixture f;
 	zc_agg *body = NULL;
 	size_t have = 0;
 	char buf[4096];
 
-	assert_int_equal(sock_env_init(&env, loop, 4096, 0, NULL, NULL), 0);
-	assert_int_equal(sock_init(&s, &env, p.server, 0, &hooks, &o), 0);
-	send_stream(p.client, 0, 20000);
+	open_fixture(state, &f, &o);
+	send_stream(f.p.client, 0, 20000);
 	while (have < 20000) {
+		struct pollfd pfd = { .fd = f.p.server, .events = POLLIN };
 		ssize_t n;
 
-		struct pollfd pfd = { .fd = p.server, .events = POLLIN };
 		assert_int_equal(poll(&pfd, 1, 5000), 1);
-		n = sock_read_agg(&s, &body, 20000 - have);
+		n = sock_read_agg(&f.s, &body, 20000 - have);
 		assert_true(n > 0 || n == -EAGAIN);
 		if (n > 0)
 			have += (size_t)n;
@@ -274,10 +286,7 @@ static void test_read_agg(void **state)
 			assert_int_equal(buf[i], byte_at(off + i));
 	}
 	zc_agg_release(body);
-	sock_close(&s);
-	close(p.client);
-	sock_env_fini(&env);
-	ev_loop_destroy(loop);
+	close_fixture(&f);
 }
 
 struct sender {
@@ -300,32 +309,25 @@ static void *send_all(void *arg)
  * same owner sees the same stream. */
 static void test_stream_order_across_wait(void **state)
 {
-	struct ev_loop *loop = make_loop(state);
-	struct pair p = tcp_pair();
-	struct sock_env env;
-	struct zh_sock s;
-	struct owner o = { .loop = loop, .want = STREAM,
-			   .wait_after_first = true };
-	struct sender sd = { p.client, STREAM };
+	struct owner o = { .want = STREAM, .wait_after_first = true };
+	struct fixture f;
+	struct sender sd;
 	pthread_t t;
 
-	assert_int_equal(sock_env_init(&env, loop, 4096, 0, NULL, NULL), 0);
-	assert_int_equal(sock_init(&s, &env, p.server, 0, &hooks, &o), 0);
-	assert_int_equal(sock_read_start(&s), 0);
+	open_fixture(state, &f, &o);
+	sd = (struct sender){ f.p.client, STREAM };
+	assert_int_equal(sock_read_start(&f.s), 0);
 	assert_int_equal(pthread_create(&t, NULL, send_all, &sd), 0);
-	run(loop);			/* until the whole stream is in */
+	run(f.loop);			/* until the whole stream is in */
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(o.got, STREAM);
 	assert_true(o.reads >= 1);
 	assert_true(o.readies >= 1);
 	/* On the io_uring loop the cancelled receive was still to end when
 	 * the owner tried to read: refused. */
-	if (ev_has_ring(loop))
+	if (ev_has_ring(f.loop))
 		assert_true(o.reads_while_arriving);
-	sock_close(&s);
-	close(p.client);
-	sock_env_fini(&env);
-	ev_loop_destroy(loop);
+	close_fixture(&f);
 }
 
 int main(void)
