@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "event_ring.h"
 
 #define EV_BATCH 256
 #define EV_MAX_TIMER_LISTS 16

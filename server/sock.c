@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "event.h"
+#include "event_ring.h"
 #include "sock.h"
 #include "sock_int.h"
 

@@ -10,6 +10,7 @@
 #include "handlers.h"
 #include "respond.h"
 #include "stats.h"
+#include "tls.h"
 #include "zchttpd.h"
 
 bool status_matches(const struct zh_worker *w, const struct http_request *req)

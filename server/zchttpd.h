@@ -23,7 +23,7 @@
 #include "http_parser.h"
 #include "router.h"
 #include "sock.h"
-#include "tls.h"
+#include "tls_config.h"
 #include "zc.h"
 
 #define ZCHTTPD_MAX_WORKERS 64

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "../event.h"
+#include "../event_ring.h"
 
 struct probe {
 	struct ev_timer t;

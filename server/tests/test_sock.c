@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "../event.h"
+#include "../event_ring.h"
 #include "../sock.h"
 
 #define STREAM (256u << 10)
