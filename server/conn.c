@@ -10,9 +10,9 @@
  *            the first byte and is NOT re-armed by later bytes, so a
  *            slowloris drip cannot keep the connection forever.
  *   WRITING  responses are queued in `out` (an aggregate: head buffers and
- *            file extents); iol_write sends what the socket takes and keeps
- *            the rest; EPOLLOUT resumes it; the send timer runs while the
- *            client does not read.  No new request is parsed while output
+ *            file extents); the socket sends what it takes and the rest
+ *            waits; room (SOCK_OUT) resumes it; the send timer runs while
+ *            the client does not read.  No new request is parsed while output
  *            is pending beyond a small limit (backpressure for pipelining).
  *   WAITING  a request waits in its handler (request.h): a cache miss
  *            for a helper thread that opens and reads the file (diskio.h),
@@ -30,6 +30,12 @@
  * Pipelined requests already in the buffer are answered in one batch: their
  * responses are appended to the same aggregate and leave in as few system
  * calls as iol_write can manage.
+ *
+ * Below the state machine is the connection's socket (sock.h): it reads
+ * the input into its buffer and calls on_read, reports readiness to
+ * on_ready, and sends; whether that is recv, a ring receive, OpenSSL or
+ * kernel TLS is its business.  Beside it, the router (router.h) says
+ * which handler answers a request.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -180,9 +186,9 @@ static void arm(struct zh_conn *c, struct ev_timer_list *l)
 }
 
 /*
- * A new connection is read at once, before it is registered with epoll:
- * the listener defers accept until the request has arrived
- * (TCP_DEFER_ACCEPT, listen.c), so the first recv normally finds it.  A
+ * A new connection is read at once (sock_try_read), before its socket
+ * waits for anything: the listener defers accept until the request has
+ * arrived (TCP_DEFER_ACCEPT, listen.c), so the first recv normally finds it.  A
  * one-request connection (Connection: close) is then answered and closed
  * without ever entering epoll -- accept4, recv, send, close -- and a
  * keep-alive one is registered only when it first has to wait.  It also
@@ -367,7 +373,7 @@ static bool finish(struct zh_conn *c)
 }
 
 /* Send what we can; returns false if the connection was freed.  Output
- * left over waits for EPOLLOUT under the send timer. */
+ * left over waits for room under the send timer. */
 static bool flush(struct zh_conn *c)
 {
 	while (zc_agg_len(c->out)) {
@@ -626,7 +632,7 @@ static bool step(struct zh_conn *c)
 			if (!flush(c))
 				return false;
 			if (zc_agg_len(c->out))
-				return true;	/* EPOLLOUT calls us back */
+				return true;	/* SOCK_OUT calls us back */
 		}
 		if (c->active) {
 			if (c->req.finished || c->req.redirect_pending)

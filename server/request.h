@@ -15,8 +15,8 @@
  * request_finish().  Handlers run on the loop thread only.  A handler
  * never frees the connection or the request: it appends to request_out(),
  * asks for the output to be sent (request_send), and says when it is done;
- * the connection does the rest from its own stack (conn.c keeps a list of
- * connections with work posted, run before the loop sleeps), so a handler
+ * the connection does the rest from its own stack (request.c posts it on
+ * the loop's queue, event.h, run before the loop sleeps), so a handler
  * callback is never re-entered by the connection it serves.
  */
 #ifndef ZC_REQUEST_H
@@ -180,19 +180,21 @@ void request_want_input(struct zh_request *r, bool on);
 void request_input(struct zh_request *r, const char **p, size_t *len);
 /* Drop the first n of those bytes (the body the handler used). */
 void request_input_consume(struct zh_request *r, size_t n);
-/* Whether request_input has bytes for the handler.  A handler that reads
- * the body itself (request_read_body) must take those first: on the
- * io_uring loop, and from OpenSSL, bytes can reach the buffer after the
- * handler first looked. */
+/* Whether request_input has bytes for the handler (input the socket held
+ * ahead is moved into the buffer first).  A handler that reads the body
+ * itself (request_read_body) must take those first: on the io_uring loop,
+ * and from OpenSSL, bytes can reach the buffer after the handler first
+ * looked. */
 bool request_input_buffered(struct zh_request *r);
 /* Read up to `want` bytes of a large body straight into `body` (read no
  * more than the body's length: what follows is not its own; *body NULL:
- * a new aggregate): by
- * reference from the socket where libzc can (iol_read), decrypted through
- * a copy on HTTPS.  Bytes, 0 at EOF, -EAGAIN, or -errno. */
+ * a new aggregate): by reference from the socket where libzc can
+ * (iol_read), decrypted through a copy on HTTPS, copied from what the
+ * socket held.  Bytes, 0 at EOF, -EAGAIN, or -errno. */
 ssize_t request_read_body(struct zh_request *r, zc_agg **body, size_t want);
 /* Read what the client sent into the connection's input (after what
- * request_input shows): bytes read, 0 at EOF, -EAGAIN, or -errno. */
+ * request_input shows): bytes read, 0 at EOF, -EAGAIN, -ENOBUFS (the
+ * input is full: take some first), or -errno. */
 ssize_t request_read(struct zh_request *r);
 /* Queue "100 Continue" ahead of the response (Expect: 100-continue). */
 int request_continue(struct zh_request *r);
