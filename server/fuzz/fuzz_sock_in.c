@@ -281,6 +281,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (s.tls) {	/* the record sizes: the script's tail, read backwards */
 		s.rec_sizes = data + size / 2;
 		s.nrec_sizes = size - size / 2;
+	} else {
+		src.decoded = NULL;	/* as a plain socket's */
 	}
 	sock_bufs_init(&b, cap, 16, over_max);
 
