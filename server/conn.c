@@ -10,9 +10,9 @@
  *            the first byte and is NOT re-armed by later bytes, so a
  *            slowloris drip cannot keep the connection forever.
  *   WRITING  responses are queued in `out` (an aggregate: head buffers and
- *            file extents); iol_write sends what the socket takes and keeps
- *            the rest; EPOLLOUT resumes it; the send timer runs while the
- *            client does not read.  No new request is parsed while output
+ *            file extents); the socket sends what it takes and the rest
+ *            waits; room (SOCK_OUT) resumes it; the send timer runs while
+ *            the client does not read.  No new request is parsed while output
  *            is pending beyond a small limit (backpressure for pipelining).
  *   WAITING  a request waits in its handler (request.h): a cache miss
  *            for a helper thread that opens and reads the file (diskio.h),
@@ -30,14 +30,17 @@
  * Pipelined requests already in the buffer are answered in one batch: their
  * responses are appended to the same aggregate and leave in as few system
  * calls as iol_write can manage.
+ *
+ * Below the state machine is the connection's socket (sock.h): it reads
+ * the input into its buffer and calls on_read, reports readiness to
+ * on_ready, and sends; whether that is recv, a ring receive, OpenSSL or
+ * kernel TLS is its business.  Beside it, the router (router.h) says
+ * which handler answers a request.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -45,11 +48,10 @@
 #include "cache.h"
 #include "conn.h"
 #include "conn_int.h"
-#include "fastcgi.h"
-#include "handlers.h"
 #include "request.h"
 #include "respond.h"
-#include "uri.h"
+#include "router.h"
+#include "sock.h"
 #include "vhost.h"
 #include "zchttpd.h"
 
@@ -58,40 +60,11 @@
 #define conn_of_timer(t) \
 	((struct zh_conn *)((char *)(t) - offsetof(struct zh_conn, timer)))
 
-static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data);
 static void process(struct zh_conn *c);
-static void do_read(struct zh_conn *c);
+static void on_posted(struct ev_post *p);
+static const struct sock_hooks conn_sock_hooks;
 
 /* ------------------------------------------------------------ life */
-
-/*
- * A connection holds an input buffer (with its head arena) only while a
- * request is in progress; one that goes idle gives it back here, so that
- * 10,000 idle keep-alive connections hold none, while the next request --
- * on this or another connection -- takes it again without a malloc and a
- * free of 40 KiB each (8 % of the instructions of a 1 KB keep-alive
- * request, callgrind).  At most ARRAY_SIZE(spare_in) are kept.
- */
-static char *in_get(struct zh_worker *w)
-{
-	return w->nspare_in ? w->spare_in[--w->nspare_in]
-			    : malloc(IN_CAP + HEAD_ARENA);
-}
-
-char *conn_in_get(struct zh_worker *w)
-{
-	return in_get(w);
-}
-
-static void in_put(struct zh_worker *w, char *in)
-{
-	if (!in)
-		return;
-	if (w->nspare_in < sizeof(w->spare_in) / sizeof(w->spare_in[0]))
-		w->spare_in[w->nspare_in++] = in;
-	else
-		free(in);
-}
 
 static void unpin_sent(struct zh_conn *c, bool all)
 {
@@ -101,22 +74,6 @@ static void unpin_sent(struct zh_conn *c, bool all)
 		cache_unpin(c->w->cache, c->fl[i++].e);
 	memmove(c->fl, c->fl + i, (c->nfl - i) * sizeof(c->fl[0]));
 	c->nfl -= i;
-}
-
-static void unpost(struct zh_conn *c)
-{
-	struct zh_worker *w = c->w;
-
-	if (!c->posted)
-		return;
-	if (c->post_prev)
-		c->post_prev->post_next = c->post_next;
-	else
-		w->posted = c->post_next;
-	if (c->post_next)
-		c->post_next->post_prev = c->post_prev;
-	c->post_prev = c->post_next = NULL;
-	c->posted = false;
 }
 
 /* The request leaves its handler: what it holds of the connection goes. */
@@ -141,7 +98,7 @@ static void req_release(struct zh_conn *c)
 	c->req.redirect = NULL;
 }
 
-void conn_free(struct zh_conn *c)
+static void conn_free(struct zh_conn *c)
 {
 	struct zh_worker *w = c->w;
 
@@ -153,17 +110,12 @@ void conn_free(struct zh_conn *c)
 			c->req.handler->abort(&c->req);
 		req_release(c);
 	}
-	unpost(c);
+	ev_unpost(&c->post);
 	unpin_sent(c, true);
 	ev_timer_disarm(&c->timer);
-	/* close() takes the fd out of epoll (nothing else holds it); just
-	 * make sure a stale event later in this batch finds no handler. */
-	ev_forget(w->loop, c->fd);
-	conn_ring_forget(c);
-	tls_conn_free(c->tls);	/* close_notify first, if it can */
-	close(c->fd);
-	zc_agg_release(c->out);
-	in_put(w, c->in);
+	zc_agg_release(c->out);	/* before the head arena goes with the
+				 * socket's buffer */
+	sock_close(&c->sock);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -173,6 +125,12 @@ void conn_free(struct zh_conn *c)
 	w->nconns--;
 	w->stats->conns_open = w->nconns;
 	free(c);
+}
+
+/* Forget the input: the connection answers no more of it. */
+static void drop_input(struct zh_conn *c)
+{
+	sock_in_consume(&c->sock.in, 0, c->sock.in.len);
 }
 
 static void count_status(struct zh_worker *w, int status)
@@ -191,7 +149,7 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 	switch (c->state) {
 	case C_READING:
 		/* The head did not arrive in time: say so, then close. */
-		if (c->tls && !tls_established(c->tls)) {
+		if (sock_handshaking(&c->sock)) {
 			c->w->stats->timeouts++;
 			conn_free(c);
 			return;
@@ -202,7 +160,7 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 		count_status(c->w, 408);
 		c->close_after = true;
 		c->linger = true;
-		c->in_len = 0;
+		drop_input(c);
 		c->state = C_WRITING;
 		process(c);
 		return;
@@ -212,7 +170,7 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 		conn_free(c);
 		return;
 	case C_IDLE:
-		if (c->tls && !tls_established(c->tls))
+		if (sock_handshaking(&c->sock))
 			c->w->stats->timeouts++;	/* a stalled handshake */
 		conn_free(c);
 		return;
@@ -227,35 +185,10 @@ static void arm(struct zh_conn *c, struct ev_timer_list *l)
 	ev_timer_arm(c->w->loop, l, &c->timer, on_timeout);
 }
 
-/* Level-triggered: while a response is pending we wait for EPOLLOUT only
- * (input is not read then, and a readable socket must not wake us in a
- * loop); otherwise for READ_EVENTS.  While a handler has the request the
- * mask stays READ_EVENTS too, so that a request waiting on a backend costs
- * no epoll_ctl, unless bytes the handler did not ask for arrive: on_io then
- * narrows it to EPOLLRDHUP (lazily, as this is rare).  A new connection
- * enters epoll only the first time it has to wait. */
-#define READ_EVENTS (EPOLLIN | EPOLLRDHUP)
-
-static int set_events(struct zh_conn *c, uint32_t events)
-{
-	/* Whatever epoll waits for now, the ring does not receive. */
-	conn_ring_stop(c);
-	if (c->in_epoll && events == c->events)
-		return 0;
-	c->events = events;
-	if (!c->in_epoll) {
-		if (!events)
-			return 0;	/* nothing to wait for yet */
-		c->in_epoll = true;
-		return ev_add(c->w->loop, c->fd, events, on_io, c);
-	}
-	return ev_mod(c->w->loop, c->fd, events, on_io, c);
-}
-
 /*
- * A new connection is read at once, before it is registered with epoll:
- * the listener defers accept until the request has arrived
- * (TCP_DEFER_ACCEPT, listen.c), so the first recv normally finds it.  A
+ * A new connection is read at once (sock_try_read), before its socket
+ * waits for anything: the listener defers accept until the request has
+ * arrived (TCP_DEFER_ACCEPT, listen.c), so the first recv normally finds it.  A
  * one-request connection (Connection: close) is then answered and closed
  * without ever entering epoll -- accept4, recv, send, close -- and a
  * keep-alive one is registered only when it first has to wait.  It also
@@ -271,18 +204,16 @@ static struct zh_conn *conn_new(struct zh_worker *w, int fd,
 		free(c);
 		return NULL;
 	}
-	if (tls && tls_conn_new(w->cfg->tls_ctx, fd, &c->tls)) {
+	/* The cache revalidates files every --cache-ttl: no fstat per send. */
+	if (sock_init(&c->sock, &w->socks, fd,
+		      (tls ? SOCK_TLS : 0) | SOCK_TRUST_EXTENTS,
+		      &conn_sock_hooks, c)) {
 		zc_agg_release(c->out);
 		free(c);
 		return NULL;
 	}
 	c->w = w;
-	c->fd = fd;
-	/* Accepted from our own TCP listener, non-blocking: no need to
-	 * probe what kind of descriptor it is. */
-	zc_sink_init_tcp(&c->sink, fd, 1);
-	/* The cache revalidates files every --cache-ttl: no fstat per send. */
-	zc_sink_trust_extents(&c->sink, 1);
+	ev_post_init(&c->post, on_posted);
 	c->peer = *ss;
 	c->state = C_IDLE;
 	http_parser_init(&c->parser);
@@ -295,8 +226,14 @@ static struct zh_conn *conn_new(struct zh_worker *w, int fd,
 	w->stats->conns_total++;
 	/* The handshake has the time a request head has (an idle
 	 * connection closes quietly when its timer runs out). */
-	arm(c, tls ? &w->t_header : &w->t_idle);
+	arm(c, sock_handshaking(&c->sock) ? &w->t_header : &w->t_idle);
 	return c;
+}
+
+int conn_worker_init(struct zh_worker *w)
+{
+	return sock_env_init(&w->socks, w->loop, IN_CAP, HEAD_ARENA,
+			     w->cfg->tls_ctx, &w->stats->tls);
 }
 
 int conn_accept_all(struct zh_worker *w, bool tls)
@@ -328,7 +265,7 @@ int conn_accept_all(struct zh_worker *w, bool tls)
 			close(fd);
 			continue;
 		}
-		do_read(c);	/* may answer and free it */
+		sock_try_read(&c->sock);	/* may answer and free it */
 	}
 	return 0;
 }
@@ -352,39 +289,33 @@ void conn_close_all(struct zh_worker *w)
 {
 	while (w->conns)
 		conn_free(w->conns);
-	while (w->nspare_in)
-		free(w->spare_in[--w->nspare_in]);
+	sock_env_fini(&w->socks);
 }
 
-void conn_run_posted(struct zh_worker *w)
+/* Posted by a handler through request.c (conn_post). */
+static void on_posted(struct ev_post *p)
 {
-	while (w->posted) {
-		struct zh_conn *c = w->posted;
-
-		unpost(c);
-		process(c);
-	}
+	process((struct zh_conn *)((char *)p - offsetof(struct zh_conn, post)));
 }
 
 /* ------------------------------------------------------------ output */
 
-/* Wait for more input (registering with epoll if this is the first wait);
- * returns false if the connection had to be freed. */
+/* Wait for more input (the socket reads it into its buffer and calls
+ * on_read); returns false if the connection had to be freed. */
 static bool want_input(struct zh_conn *c)
 {
-	/* OpenSSL reads the socket itself: HTTPS waits through epoll (or
-	 * the ring's poll) for readiness, not for ring receives. */
-	if (ev_has_ring(c->w->loop) && !c->tls) {
-		switch (conn_ring_wait(c)) {
-		case RING_WAITS:
-			return true;
-		case RING_FREED:
-			return false;
-		case RING_NO:
-			break;
-		}
+	if (sock_read_start(&c->sock)) {
+		conn_free(c);
+		return false;
 	}
-	if (set_events(c, READ_EVENTS)) {
+	return true;
+}
+
+/* Wait for readiness (on_ready); returns false if the connection had to
+ * be freed. */
+static bool want_ready(struct zh_conn *c, unsigned events)
+{
+	if (sock_wait(&c->sock, events)) {
 		conn_free(c);
 		return false;
 	}
@@ -401,9 +332,10 @@ static void arena_reset(struct zh_conn *c)
 static bool go_idle(struct zh_conn *c)
 {
 	c->state = C_IDLE;
-	/* An idle connection holds no input buffer. */
-	in_put(c->w, c->in);
-	c->in = NULL;
+	/* An idle connection holds no input buffer (out is empty: its head
+	 * arena is free). */
+	c->arena_used = 0;
+	sock_release_buffer(&c->sock);
 	if (!want_input(c))
 		return false;
 	arm(c, &c->w->t_idle);
@@ -413,13 +345,13 @@ static bool go_idle(struct zh_conn *c)
 /* Returns false if the connection was freed. */
 static bool start_linger(struct zh_conn *c)
 {
-	if (c->tls)
-		tls_conn_notify_close(c->tls);
-	shutdown(c->fd, SHUT_WR);
+	sock_shutdown(&c->sock);
 	c->state = C_LINGER;
-	c->in_len = 0;
-	if (!want_input(c))
+	drop_input(c);
+	if (sock_drain_start(&c->sock)) {
+		conn_free(c);
 		return false;
+	}
 	arm(c, &c->w->t_linger);
 	return true;
 }
@@ -434,23 +366,18 @@ static bool start_linger(struct zh_conn *c)
  */
 static bool finish(struct zh_conn *c)
 {
-	if (c->linger || c->in_len)
+	if (c->linger || c->sock.in.len)
 		return start_linger(c);
 	conn_free(c);
 	return false;
 }
 
 /* Send what we can; returns false if the connection was freed.  Output
- * left over waits for EPOLLOUT under the send timer. */
+ * left over waits for room under the send timer. */
 static bool flush(struct zh_conn *c)
 {
 	while (zc_agg_len(c->out)) {
-		/* HTTPS: the kernel encrypts (kTLS) what iol_write sends, or
-		 * we encrypt one record at a time. */
-		ssize_t n = c->tls && !tls_kernel_sends(c->tls)
-			? tls_send(c->tls, c->out, c->w->tls_bounce,
-				   &c->w->stats->tls)
-			: iol_write_sink(&c->sink, c->out);
+		ssize_t n = sock_send(&c->sock, c->out);
 
 		if (n > 0) {
 			c->w->stats->bytes_sent += (uint64_t)n;
@@ -462,10 +389,8 @@ static bool flush(struct zh_conn *c)
 		if (n == -EINTR)
 			continue;
 		if (n == -EAGAIN) {
-			if (set_events(c, EPOLLOUT)) {
-				conn_free(c);
+			if (!want_ready(c, SOCK_OUT))
 				return false;
-			}
 			if (!ev_timer_armed(&c->timer) ||
 			    c->timer.list != &c->w->t_send)
 				arm(c, &c->w->t_send);
@@ -483,14 +408,16 @@ static bool flush(struct zh_conn *c)
 /* ------------------------------------------------------------ requests */
 
 /*
- * The request in c->req is answered (err as request_finish() takes it):
+ * The request in c->req is answered (`how` as request_finish() takes it):
  * the error page if there is one, the pin on the cache entry its body
  * uses, counters, the access log, and whether the connection stays open.
  */
-static void complete(struct zh_conn *c, int err)
+static void complete(struct zh_conn *c, zh_answer how)
 {
 	struct zh_worker *w = c->w;
 	struct zh_request *r = &c->req;
+	int err = zh_error_status(how);
+	bool cut = zh_truncated(how);
 
 	if (!r->body_read && ((r->http.flags & HTTP_F_CHUNKED) ||
 			      ((r->http.flags & HTTP_F_CONTENT_LENGTH) &&
@@ -501,9 +428,11 @@ static void complete(struct zh_conn *c, int err)
 		r->keep_alive = false;
 		c->linger = true;
 	}
-	if (err > 0 && conn_queued_end(c) != c->req_start)
-		err = ZH_TRUNCATED;	/* too late for an error page */
-	if (err == ZH_TRUNCATED) {
+	if (err && conn_queued_end(c) != c->req_start) {
+		err = 0;		/* too late for an error page */
+		cut = true;
+	}
+	if (cut) {
 		/* Send what is queued, then close: a client can tell a cut
 		 * body (Content-Length, chunked framing) from a whole one
 		 * only if the connection ends there. */
@@ -536,53 +465,6 @@ static void complete(struct zh_conn *c, int err)
 		c->close_after = true;
 }
 
-/* Which handler answers a request, and the checks before it. */
-static int route(struct zh_conn *c, struct zh_request *r)
-{
-	struct zh_worker *w = c->w;
-	const struct http_request *req = &r->http;
-	bool get = req->method == HTTP_M_GET || req->method == HTTP_M_HEAD;
-	int bad_method = req->method == HTTP_M_OTHER ? 501 : 405;
-	bool has_body = (req->flags & HTTP_F_CHUNKED) ||
-			((req->flags & HTTP_F_CONTENT_LENGTH) &&
-			 req->content_length);
-	const struct zh_fcgi_route *rt = NULL;
-	enum uri_error ue;
-
-	if ((req->flags & HTTP_F_CONTENT_LENGTH) &&
-	    req->content_length > w->cfg->max_body_bytes)
-		return 413;	/* refused before anything else about it */
-	if (status_matches(w, req)) {
-		if (has_body)
-			r->keep_alive = false;	/* as below */
-		return get ? status_serve(r) : bad_method;
-	}
-	/* One normalization per request (uri.h), kept in the worker's
-	 * scratch; a request that waits takes a copy (request_wait). */
-	w->uri[0] = '/';
-	ue = uri_normalize_path(req->path.p, req->path.len, w->uri + 1,
-				sizeof(w->uri) - 1, &r->up);
-	if (ue != URI_OK) {
-		if (!get && !w->cfg->nfcgi)
-			return bad_method;
-		return ue == URI_E_TOO_LONG ? 414 : 400;
-	}
-	r->uri = w->uri;
-	r->uri_len = r->up.len + 1;
-	if (w->cfg->nfcgi)
-		rt = fastcgi_route(w, r->vhost->index, r->uri, r->uri_len);
-	if (rt)
-		return fastcgi_serve(r, rt);
-	/* A request body would have to be read and thrown away: the static
-	 * server takes none, so it answers and closes (its head must say so;
-	 * complete() lingers: body_read stays false). */
-	if (has_body)
-		r->keep_alive = false;
-	if (!get)
-		return bad_method;
-	return static_serve(r);
-}
-
 /* Answer one parsed request (its head is the first head_len bytes of the
  * input).  Returns false if the answer waits in a handler. */
 static bool answer(struct zh_conn *c, const struct http_request *req,
@@ -590,7 +472,7 @@ static bool answer(struct zh_conn *c, const struct http_request *req,
 {
 	struct zh_worker *w = c->w;
 	struct zh_request *r = &c->req;
-	int err;
+	zh_answer how;
 
 	*r = (struct zh_request){
 		.conn = c,
@@ -605,17 +487,16 @@ static bool answer(struct zh_conn *c, const struct http_request *req,
 	w->stats->requests++;
 	if (r->vhost->site->stat_slot >= 0)
 		w->stats->site_requests[r->vhost->site->stat_slot]++;
-	err = route(c, r);
-	if (err == ZH_WAIT)
+	how = router_route(&w->router, r);
+	if (zh_waits(how))
 		return false;
-	complete(c, err);
+	complete(c, how);
 	return true;
 }
 
 static void consume(struct zh_conn *c, size_t n)
 {
-	memmove(c->in, c->in + n, c->in_len - n);
-	c->in_len -= n;
+	sock_in_consume(&c->sock.in, 0, n);
 	http_parser_init(&c->parser);
 }
 
@@ -625,14 +506,15 @@ static bool answer_buffered(struct zh_conn *c)
 {
 	struct zh_worker *w = c->w;
 
-	while (!c->active && c->in_len && !c->close_after &&
+	while (!c->active && c->sock.in.len && !c->close_after &&
 	       c->nfl < MAX_INFLIGHT && zc_agg_len(c->out) < OUT_HIGH_WATER) {
 		struct http_request req = { .headers = w->slots };
-		ssize_t r = http_parse_request(&c->parser, c->in, c->in_len,
+		ssize_t r = http_parse_request(&c->parser, c->sock.in.buf,
+					       c->sock.in.len,
 					       &w->cfg->limits, &req);
 
 		if (r == HTTP_PARSE_INCOMPLETE) {
-			if (c->in_len < IN_CAP)
+			if (c->sock.in.len < sock_in_cap(&c->sock))
 				return true;
 			/* Limits are below IN_CAP, so the parser should
 			 * have refused first; be safe anyway. */
@@ -647,7 +529,7 @@ static bool answer_buffered(struct zh_conn *c)
 					   &c->peer, NULL, req.error, 0);
 			c->close_after = true;
 			c->linger = true;
-			c->in_len = 0;
+			drop_input(c);
 			return false;
 		}
 		if (!answer(c, &req, (size_t)r))
@@ -661,7 +543,7 @@ static bool answer_buffered(struct zh_conn *c)
  * and drop its head; what follows in the input is the next request. */
 static void settle(struct zh_conn *c)
 {
-	complete(c, c->req.finish_err);
+	complete(c, c->req.finished_as);
 	consume(c, c->req.head_len);
 	req_release(c);
 }
@@ -671,7 +553,7 @@ static void settle(struct zh_conn *c)
 static void reroute(struct zh_conn *c)
 {
 	struct zh_request *r = &c->req;
-	int err;
+	zh_answer how;
 
 	r->redirect_pending = false;
 	r->handler = NULL;
@@ -696,10 +578,10 @@ static void reroute(struct zh_conn *c)
 	r->uri = NULL;
 	r->status = 0;
 	r->body_bytes = 0;
-	err = route(c, r);
-	if (err != ZH_WAIT) {
+	how = router_route(&c->w->router, r);
+	if (!zh_waits(how)) {
 		r->finished = true;	/* settled by the caller's loop */
-		r->finish_err = err;
+		r->finished_as = how;
 	}
 }
 
@@ -710,15 +592,17 @@ static void reroute(struct zh_conn *c)
 static bool wait_in_handler(struct zh_conn *c)
 {
 	c->state = C_WAITING;
-	/* EPOLLRDHUP: a client that leaves while its request waits aborts
-	 * it (on_io), unless it left pipelined bytes behind.  Once on_io
-	 * has narrowed the mask to EPOLLRDHUP it stays so for this request. */
-	if (set_events(c, c->rdhup_seen ? 0 :
-			  !c->req.want_input && c->in_epoll &&
-			  c->events == EPOLLRDHUP ? EPOLLRDHUP : READ_EVENTS)) {
-		conn_free(c);
+	/* SOCK_HUP: a client that leaves while its request waits aborts it
+	 * (on_ready), unless it left pipelined bytes behind.  Input is
+	 * watched too while nothing arrived that the handler did not ask
+	 * for: the same interest as reading, so that a request waiting on a
+	 * backend costs no epoll_ctl.  Once on_ready has narrowed it to
+	 * SOCK_HUP it stays so for this request. */
+	if (!want_ready(c, c->rdhup_seen ? 0 :
+			   !c->req.want_input &&
+			   sock_waits(&c->sock) == SOCK_HUP
+			   ? SOCK_HUP : SOCK_IN | SOCK_HUP))
 		return false;
-	}
 	if (c->req.handler->own_timeouts)
 		ev_timer_disarm(&c->timer);
 	else
@@ -748,7 +632,7 @@ static bool step(struct zh_conn *c)
 			if (!flush(c))
 				return false;
 			if (zc_agg_len(c->out))
-				return true;	/* EPOLLOUT calls us back */
+				return true;	/* SOCK_OUT calls us back */
 		}
 		if (c->active) {
 			if (c->req.finished || c->req.redirect_pending)
@@ -764,13 +648,13 @@ static bool step(struct zh_conn *c)
 		}
 		if (c->close_after)
 			return finish(c);
-		if ((!c->in_len || need_more) && conn_refill(c))
-			continue;	/* what the ring received ahead */
-		if (!c->in_len || need_more)
+		if ((!c->sock.in.len || need_more) && sock_fill(&c->sock))
+			continue;	/* what the socket holds ahead */
+		if (!c->sock.in.len || need_more)
 			break;
 	}
 
-	if (c->in_len) {
+	if (c->sock.in.len) {
 		/* Part of the next request is here: its clock started when
 		 * its first byte arrived, so keep the header timer running
 		 * rather than re-arming it on every read. */
@@ -797,72 +681,16 @@ static void process(struct zh_conn *c)
 
 /* ------------------------------------------------------------ input */
 
-static void do_read(struct zh_conn *c)
+/* The socket's read hook: bytes came into its buffer, or it ended. */
+static void on_read(struct zh_sock *s, ssize_t n)
 {
-	ssize_t n;
+	struct zh_conn *c = s->data;
 
-	if (c->state == C_LINGER) {
-		char sink[4096];
-
-		n = conn_recv(c, sink, sizeof(sink));
-		if (n == 0 || (n < 0 && n != -EAGAIN))
-			conn_free(c);
-		return;
-	}
-	if (c->tls && !tls_established(c->tls)) {
-		int err = tls_handshake(c->tls, &c->w->stats->tls);
-
-		if (err == -EAGAIN || err == -EINPROGRESS) {
-			if (set_events(c, err == -EAGAIN ? READ_EVENTS
-							 : EPOLLOUT))
-				conn_free(c);
-			return;
-		}
-		if (err) {
-			conn_free(c);
-			return;
-		}
-		/* Established: the request may be here already. */
-	}
-	if (!c->in) {
-		c->in = in_get(c->w);
-		c->arena_used = 0;
-		if (!c->in) {
-			conn_free(c);
-			return;
-		}
-	}
-	if (conn_refill(c)) {	/* the ring's bytes come first */
-		conn_got_input(c);
-		return;
-	}
-	n = conn_recv(c, c->in + c->in_len, IN_CAP - c->in_len);
-	if (n < 0) {
-		if (n != -EAGAIN) {
-			conn_free(c);
-			return;
-		}
-		/* Nothing yet (a new connection whose request is not here,
-		 * or a spurious wake-up): wait, holding no buffer if idle. */
-		if (!c->in_len && !zc_agg_len(c->out)) {
-			in_put(c->w, c->in);
-			c->in = NULL;
-		}
-		want_input(c);
-		return;
-	}
-	if (n == 0) {
-		/* Peer closed.  Nothing in flight is owed to it. */
+	if (n <= 0) {
+		/* Peer closed (or broke).  Nothing in flight is owed to it. */
 		conn_free(c);
 		return;
 	}
-	c->in_len += (size_t)n;
-	conn_got_input(c);
-}
-
-/* n bytes of input were added to c->in. */
-void conn_got_input(struct zh_conn *c)
-{
 	if (c->state == C_IDLE) {
 		c->state = C_READING;
 		arm(c, &c->w->t_header);
@@ -870,107 +698,54 @@ void conn_got_input(struct zh_conn *c)
 	process(c);
 }
 
-bool conn_want_input(struct zh_conn *c)
+/* The socket's readiness hook: room to send (WRITING), or input or a
+ * hang-up while a handler has the request (WAITING). */
+static void on_ready(struct zh_sock *s, unsigned ev)
 {
-	return want_input(c);
-}
+	struct zh_conn *c = s->data;
 
-static void on_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
-{
-	struct zh_conn *c = data;
-
-	(void)loop;
-	(void)fd;
-	if (c->state == C_WAITING) {
-		char b;
-
-		if (c->rx_draining)
-			return;	/* the ring's last bytes first (conn_ring.c) */
-
-		if (c->req.finished || c->req.redirect_pending) {
-			process(c);	/* settle it; input waits its turn */
-			return;
-		}
-		if (c->req.want_input && (ev & EPOLLIN)) {
-			/* The handler reads (a request body); it reports
-			 * through request.h, which posts us.  Bytes OpenSSL
-			 * decrypted beyond what it took wake no epoll: feed
-			 * them while it still asks. */
-			do
-				c->req.handler->input(&c->req);
-			while (c->tls && c->req.want_input &&
-			       !c->req.finished && !c->req.redirect_pending &&
-			       tls_pending(c->tls));
-			return;
-		}
-		if (!(ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
-			/* Pipelined bytes, no hang-up: they wait their turn;
-			 * watch for the hang-up only until then. */
-			if (set_events(c, EPOLLRDHUP))
-				conn_free(c);
-			return;
-		}
-		if (!(ev & (EPOLLHUP | EPOLLERR)) &&
-		    recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
-			/* Half-closed after more requests: they wait their
-			 * turn, and we cannot watch for the close any more
-			 * (it would be reported until they are read). */
-			c->rdhup_seen = true;
-			set_events(c, 0);
-			return;
-		}
-		/* The client is gone: the handler's work is abandoned (as
-		 * nginx does unless told to ignore client aborts). */
-		conn_free(c);
-		return;
-	}
-	if (c->state == C_WRITING) {
-		/* Writable (or an error iol_write will report): send the
-		 * rest, then answer whatever is buffered. */
+	if (c->state != C_WAITING) {
+		/* Writable (or an error the send will report): send the rest,
+		 * then answer whatever is buffered. */
 		process(c);
 		return;
 	}
-	if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) ||
-	    (c->tls && !tls_established(c->tls)))	/* handshake: EPOLLOUT */
-		do_read(c);
-}
-
-ssize_t conn_recv(struct zh_conn *c, void *buf, size_t len)
-{
-	ssize_t n;
-
-	if (c->tls)
-		return tls_recv(c->tls, buf, len);
-	n = recv(c->fd, buf, len, 0);
-	if (n < 0)
-		return errno == EINTR ? -EAGAIN : -errno;
-	return n;
-}
-
-/*
- * Input that arrived ahead of the socket, which epoll cannot report: what
- * the ring received into the spill (conn_ring.c), or what OpenSSL holds
- * already decrypted.  Returns true if some was added to c->in.
- */
-bool conn_refill(struct zh_conn *c)
-{
-	ssize_t n;
-
-	if (conn_spill_take(c))
-		return true;
-	if (!c->tls || !tls_pending(c->tls))
-		return false;
-	if (!c->in) {
-		c->in = in_get(c->w);	/* out is empty: no heads in it */
-		c->arena_used = 0;
-		if (!c->in)
-			return false;
+	if (c->req.finished || c->req.redirect_pending) {
+		process(c);	/* settle it; input waits its turn */
+		return;
 	}
-	if (c->in_len == IN_CAP)
-		return false;
-	n = tls_recv(c->tls, c->in + c->in_len, IN_CAP - c->in_len);
-	if (n <= 0)
-		return false;	/* the next read reports it */
-	c->in_len += (size_t)n;
-	return true;
+	if (c->req.want_input && (ev & SOCK_IN)) {
+		/* The handler reads (a request body); it reports through
+		 * request.h, which posts us.  Input the socket holds beyond
+		 * what it took (decoded TLS records, bytes a ring receive
+		 * delivered behind the buffer) wakes nothing: feed it while
+		 * the handler still asks. */
+		do
+			c->req.handler->input(&c->req);
+		while (c->req.want_input && !c->req.finished &&
+		       !c->req.redirect_pending && sock_holds(&c->sock));
+		return;
+	}
+	if (!(ev & (SOCK_HUP | SOCK_ERR))) {
+		/* Pipelined bytes, no hang-up: they wait their turn; watch
+		 * for the hang-up only until then. */
+		want_ready(c, SOCK_HUP);
+		return;
+	}
+	if (!(ev & SOCK_ERR) && sock_peek(&c->sock)) {
+		/* Half-closed after more requests: they wait their turn, and
+		 * we cannot watch for the close any more (it would be
+		 * reported until they are read). */
+		c->rdhup_seen = true;
+		sock_wait(&c->sock, 0);
+		return;
+	}
+	/* The client is gone: the handler's work is abandoned (as nginx does
+	 * unless told to ignore client aborts). */
+	conn_free(c);
 }
+
+static const struct sock_hooks conn_sock_hooks = {
+	.read = on_read,
+	.ready = on_ready,
+};

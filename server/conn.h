@@ -9,16 +9,18 @@
 
 struct zh_worker;
 
+/* The worker's sockets (sock.h), once its loop exists: buffers sized for a
+ * request head and its response heads, HTTPS if configured.  0 or a
+ * negative errno. */
+int conn_worker_init(struct zh_worker *w);
 /* Accept what the listener (the HTTPS one if tls) has, up to a batch, and
  * read each new connection's first request (or handshake) at once.
  * Returns 0 or a negative errno. */
 int conn_accept_all(struct zh_worker *w, bool tls);
 /* Close idle connections now; the others close after their response. */
 void conn_close_idle(struct zh_worker *w);
-/* Close every connection now (shutdown deadline). */
+/* Close every connection now (shutdown deadline, or the worker's end),
+ * and free what the sockets shared. */
 void conn_close_all(struct zh_worker *w);
-/* Run the work handlers posted for their connections (request.h); the
- * worker calls this before the loop sleeps. */
-void conn_run_posted(struct zh_worker *w);
 
 #endif

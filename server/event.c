@@ -12,6 +12,26 @@
 #include "event.h"
 #include "event_int.h"
 
+/* ------------------------------------------------------------ lists */
+
+static void node_append(struct ev_node *head, struct ev_node *n)
+{
+	n->prev = head->prev;
+	n->next = head;
+	head->prev->next = n;
+	head->prev = n;
+}
+
+static void node_unlink(struct ev_node *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->prev = n->next = NULL;
+}
+
+/* A timer from its node (the node is its first member). */
+#define timer_of(n) ((struct ev_timer *)(n))
+
 uint64_t ev_clock_ms(void)
 {
 	struct timespec ts;
@@ -35,6 +55,7 @@ int ev_loop_create(struct ev_loop **out)
 		return err;
 	}
 	l->now_ms = ev_clock_ms();
+	l->posted.prev = l->posted.next = &l->posted;
 	*out = l;
 	return 0;
 }
@@ -134,7 +155,7 @@ int ev_del(struct ev_loop *loop, int fd)
 
 void ev_timer_list_init(struct ev_timer_list *l, uint64_t duration_ms)
 {
-	l->head.prev = l->head.next = &l->head;
+	l->head.node.prev = l->head.node.next = &l->head.node;
 	l->head.list = l;
 	l->duration_ms = duration_ms;
 }
@@ -151,9 +172,7 @@ void ev_timer_disarm(struct ev_timer *t)
 {
 	if (!t->list)
 		return;
-	t->prev->next = t->next;
-	t->next->prev = t->prev;
-	t->prev = t->next = NULL;
+	node_unlink(&t->node);
 	t->list = NULL;
 }
 
@@ -164,10 +183,7 @@ void ev_timer_arm(struct ev_loop *loop, struct ev_timer_list *l,
 	t->fn = fn;
 	t->deadline_ms = loop->now_ms + l->duration_ms;
 	/* Same duration for all: the tail always has the latest deadline. */
-	t->prev = l->head.prev;
-	t->next = &l->head;
-	l->head.prev->next = t;
-	l->head.prev = t;
+	node_append(&l->head.node, &t->node);
 	t->list = l;
 }
 
@@ -176,9 +192,10 @@ void ev_expire(struct ev_loop *loop)
 	for (unsigned i = 0; i < loop->nlists; i++) {
 		struct ev_timer_list *l = loop->lists[i];
 
-		while (l->head.next != &l->head &&
-		       l->head.next->deadline_ms <= loop->now_ms) {
-			struct ev_timer *t = l->head.next;
+		while (l->head.node.next != &l->head.node &&
+		       timer_of(l->head.node.next)->deadline_ms <=
+		       loop->now_ms) {
+			struct ev_timer *t = timer_of(l->head.node.next);
 
 			ev_timer_disarm(t);
 			t->fn(loop, t);
@@ -193,9 +210,11 @@ int ev_next_timeout(const struct ev_loop *loop)
 
 	for (unsigned i = 0; i < loop->nlists; i++) {
 		const struct ev_timer_list *l = loop->lists[i];
+		const struct ev_timer *first =
+			(const struct ev_timer *)l->head.node.next;
 
-		if (l->head.next != &l->head && l->head.next->deadline_ms < best)
-			best = l->head.next->deadline_ms;
+		if (first != &l->head && first->deadline_ms < best)
+			best = first->deadline_ms;
 	}
 	if (best == UINT64_MAX)
 		return -1;
@@ -207,6 +226,32 @@ int ev_next_timeout(const struct ev_loop *loop)
 uint64_t ev_now_ms(const struct ev_loop *loop)
 {
 	return loop->now_ms;
+}
+
+/* ------------------------------------------------------------ posted */
+
+void ev_post(struct ev_loop *loop, struct ev_post *p)
+{
+	if (!ev_posted(p))
+		node_append(&loop->posted, &p->node);
+}
+
+void ev_unpost(struct ev_post *p)
+{
+	if (ev_posted(p))
+		node_unlink(&p->node);
+}
+
+void ev_before_sleep(struct ev_loop *loop)
+{
+	while (loop->posted.next != &loop->posted) {
+		struct ev_post *p = (struct ev_post *)loop->posted.next;
+
+		ev_unpost(p);
+		p->fn(p);
+	}
+	if (loop->before_sleep)
+		loop->before_sleep(loop, loop->before_sleep_data);
 }
 
 void ev_set_before_sleep(struct ev_loop *loop,
@@ -253,8 +298,7 @@ int ev_run(struct ev_loop *loop)
 	while (!loop->stop) {
 		int err;
 
-		if (loop->before_sleep)
-			loop->before_sleep(loop, loop->before_sleep_data);
+		ev_before_sleep(loop);
 		if (loop->stop)
 			break;
 		err = ev_dispatch_epoll(loop, ev_next_timeout(loop));

@@ -13,7 +13,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 struct ev_loop;
 
@@ -21,12 +20,18 @@ struct ev_loop;
 typedef void ev_io_fn(struct ev_loop *loop, int fd, uint32_t events,
 		      void *data);
 
+/* A place in one of the loop's lists (a timer list, the posted queue):
+ * doubly linked around a sentinel, so that leaving is O(1). */
+struct ev_node {
+	struct ev_node *prev, *next;	/* NULL when in no list */
+};
+
 struct ev_timer;
 typedef void ev_timer_fn(struct ev_loop *loop, struct ev_timer *t);
 
 /* Embedded in the object it times out (container_of to get back). */
 struct ev_timer {
-	struct ev_timer *prev, *next;
+	struct ev_node node;		/* first: its list's order */
 	struct ev_timer_list *list;	/* NULL when not armed */
 	uint64_t deadline_ms;
 	ev_timer_fn *fn;
@@ -42,10 +47,9 @@ int ev_loop_create(struct ev_loop **out);
 /* The same loop on io_uring (--event io_uring, event_uring.c): it waits in
  * io_uring_enter, with epoll's descriptor one of the things it waits for,
  * so every ev_add registration works as on the plain loop; and it can
- * receive on a socket without a system call per receive (ev_recv_start).
+ * receive on a socket without a system call per receive (event_ring.h).
  * A negative errno if this kernel has no io_uring (or not enough of it). */
 int ev_loop_create_ring(struct ev_loop **out);
-bool ev_has_ring(const struct ev_loop *loop);
 void ev_loop_destroy(struct ev_loop *loop);
 
 /* Watch fd for `events` (EPOLLIN/EPOLLOUT/EPOLLRDHUP; edge-triggered if the
@@ -58,29 +62,6 @@ int ev_del(struct ev_loop *loop, int fd);
 /* Forget fd's handler without a system call, for an fd about to be
  * closed (close removes it from epoll by itself). */
 void ev_forget(struct ev_loop *loop, int fd);
-
-/*
- * Ring receives (a loop from ev_loop_create_ring only).  ev_recv_start arms
- * one multishot receive on the socket fd: the kernel receives into a buffer
- * it takes from the loop's pool of provided buffers whenever data arrives,
- * and fn gets it as (buf, n > 0), valid only during the call; the buffer
- * goes back to the pool when fn returns.  n == 0 is the end of the stream,
- * n < 0 a negative errno (-ENOBUFS: the pool ran dry; -ECANCELED).  `more`
- * false is the receive's last call: it ended (end of stream, error,
- * ev_recv_cancel) and the socket is no longer received on.
- *
- * ev_recv_cancel asks the receive to end; data the kernel already took
- * still reaches fn, in order, before its last call -- so a caller that
- * must read the socket itself afterwards waits for that last call.
- * ev_recv_forget ends it with no further call at all (before closing fd).
- * One ring receive per fd; at most EV_RECV_MAX bytes per call.
- */
-#define EV_RECV_MAX 2048u
-typedef void ev_recv_fn(struct ev_loop *loop, int fd, const char *buf,
-			ssize_t n, bool more, void *data);
-int ev_recv_start(struct ev_loop *loop, int fd, ev_recv_fn *fn, void *data);
-void ev_recv_cancel(struct ev_loop *loop, int fd);
-void ev_recv_forget(struct ev_loop *loop, int fd);
 
 void ev_timer_list_init(struct ev_timer_list *l, uint64_t duration_ms);
 /* Arm (or re-arm) t to fire duration_ms from now. */
@@ -101,7 +82,42 @@ uint64_t ev_now_ms(const struct ev_loop *loop);
 int ev_run(struct ev_loop *loop);
 void ev_stop(struct ev_loop *loop);
 
-/* Called once per iteration before sleeping (flush logs, accept backlog). */
+/*
+ * Deferred work (nginx's posted events).  Work that must not run inside the
+ * call that asked for it -- a handler's request to its connection, a
+ * FastCGI link its client resumed -- is posted, and the loop runs what is
+ * posted before it sleeps: in the order posted, until nothing is left, so
+ * work posted meanwhile runs in the same pass and the loop never sleeps on
+ * posted work.  A post is embedded in the object it runs for (container_of
+ * to get back), its function set once; posting it again while it waits is a
+ * no-op.  One queue per loop: modules that post for each other need no
+ * loop of their own around it.
+ */
+struct ev_post;
+typedef void ev_post_fn(struct ev_post *p);
+
+struct ev_post {
+	struct ev_node node;		/* first: the queue's order */
+	ev_post_fn *fn;
+};
+
+static inline void ev_post_init(struct ev_post *p, ev_post_fn *fn)
+{
+	p->node.prev = p->node.next = 0;
+	p->fn = fn;
+}
+
+static inline bool ev_posted(const struct ev_post *p)
+{
+	return p->node.next != 0;
+}
+
+void ev_post(struct ev_loop *loop, struct ev_post *p);
+/* Take p off the queue (the object goes away); harmless if not posted. */
+void ev_unpost(struct ev_post *p);
+
+/* Called once per iteration before sleeping, after the posted work (flush
+ * logs, housekeeping). */
 void ev_set_before_sleep(struct ev_loop *loop, void (*fn)(struct ev_loop *,
 							    void *), void *data);
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "event_ring.h"
 
 #define EV_BATCH 256
 #define EV_MAX_TIMER_LISTS 16
@@ -28,6 +29,7 @@ struct ev_loop {
 	size_t nh;
 	struct ev_timer_list *lists[EV_MAX_TIMER_LISTS];
 	unsigned nlists;
+	struct ev_node posted;		/* sentinel of the posted queue */
 	void (*before_sleep)(struct ev_loop *, void *);
 	void *before_sleep_data;
 	struct ev_ring *ring;		/* NULL: plain epoll (event_uring.c) */
@@ -38,6 +40,9 @@ int ev_dispatch_epoll(struct ev_loop *loop, int timeout_ms);
 void ev_expire(struct ev_loop *loop);
 int ev_next_timeout(const struct ev_loop *loop);
 uint64_t ev_clock_ms(void);
+/* The posted work, then the before_sleep hook: what both loops do before
+ * they wait. */
+void ev_before_sleep(struct ev_loop *loop);
 
 /* The io_uring loop (event_uring.c). */
 int ev_ring_create(struct ev_loop *loop);

@@ -336,8 +336,7 @@ int ev_ring_run(struct ev_loop *loop)
 		struct io_uring_cqe *cqe;
 		int timeout, err;
 
-		if (loop->before_sleep)
-			loop->before_sleep(loop, loop->before_sleep_data);
+		ev_before_sleep(loop);
 		if (loop->stop)
 			break;
 		if (!r->epoll_armed)

@@ -90,7 +90,7 @@ struct fcgi_req {
 };
 
 static const struct zh_handler fastcgi_handler;
-static void finish(struct fcgi_req *f, int err);
+static void finish(struct fcgi_req *f, zh_answer how);
 
 /* No link came within --fastcgi-timeout (every connection busy with
  * slow requests): 504, as for a backend that does not answer. */
@@ -103,7 +103,7 @@ static void on_queue_timeout(struct ev_loop *loop, struct ev_timer *t)
 	fcgi_link_cancel(f->w, f->rt, &f->cl);
 	zh_log(ZL_ERROR, "fastcgi %s: no connection free within "
 		"the timeout", f->rt->spec);
-	finish(f, 504);
+	finish(f, zh_status(504));
 }
 
 /* Ask for a link; the queue wait (if any) is bounded. */
@@ -152,18 +152,10 @@ static size_t script_end(const struct zh_fcgi_route *rt, const char *uri,
 	return n;
 }
 
-const struct zh_fcgi_route *fastcgi_route(const struct zh_worker *w,
-					  unsigned site, const char *uri,
-					  size_t len)
+bool fastcgi_route_matches(const struct zh_fcgi_route *rt, const char *uri,
+			   size_t len)
 {
-	/* One list for every site (the upstreams and spawned processes
-	 * are per route, fcgi_upstream.c): a few routes per site, so a scan
-	 * that skips the other sites' costs nothing worth indexing. */
-	for (unsigned i = 0; i < w->cfg->nfcgi; i++)
-		if (w->cfg->fcgi[i].site == site &&
-		    script_end(&w->cfg->fcgi[i], uri, len))
-			return &w->cfg->fcgi[i];
-	return NULL;
+	return script_end(rt, uri, len) != 0;
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -179,8 +171,8 @@ static void req_free(struct fcgi_req *f)
 	free(f);
 }
 
-/* Done with the client's request: err as request_finish takes it. */
-static void finish(struct fcgi_req *f, int err)
+/* Done with the client's request (request_finish). */
+static void finish(struct fcgi_req *f, zh_answer how)
 {
 	struct zh_request *r = f->r;
 
@@ -188,9 +180,18 @@ static void finish(struct fcgi_req *f, int err)
 		/* An app may answer before it read the whole body; then the
 		 * connection closes after this response (request.h). */
 		r->body_read = f->body_read;
-		request_finish(r, err);
+		request_finish(r, how);
 	}
 	req_free(f);
+}
+
+/* How a request ends after a failure here.  The functions of this file
+ * return 0, an HTTP status (what to answer: a bad body, no memory), or a
+ * negative errno (the client or the backend broke, or the head is gone
+ * already): then the response is cut. */
+static zh_answer failed(int err)
+{
+	return err > 0 ? zh_status(err) : ZH_TRUNCATED;
 }
 
 /* Frame `content` (moved out, left empty) as records of `type` and append
@@ -505,7 +506,7 @@ fail:
 	}
 	fcgi_link_cancel(f->w, f->rt, &f->cl);
 	r->keep_alive = false;
-	finish(f, err > 0 ? err : ZH_TRUNCATED);
+	finish(f, failed(err));
 }
 
 /* ------------------------------------------------------------ response */
@@ -606,7 +607,7 @@ static int gather_head(struct fcgi_req *f, zc_agg *content)
 		r->keep_alive = false;
 	if (fcgi_reply_head(&h, &f->rep, r->keep_alive, r))
 		return 503;
-	return emit_body(f, content) ? ZH_TRUNCATED : 0;
+	return emit_body(f, content);	/* a -errno: cut (failed()) */
 }
 
 /* FCGI_STDERR: to the error log, a line at a time, with the request. */
@@ -644,7 +645,7 @@ static void on_end(struct fcgi_req *f, zc_agg *content)
 	uint8_t body[8];
 	struct fcgi_end end;
 	bool clean;
-	int err = 0;
+	zh_answer how = ZH_ANSWERED;
 
 	clean = content &&
 		zc_agg_copyout(content, 0, body, sizeof(body)) == 8 &&
@@ -655,9 +656,11 @@ static void on_end(struct fcgi_req *f, zc_agg *content)
 				   !fcgi_link_queued(f->link));
 	f->link = NULL;
 	if (!clean && !f->head_done)
-		err = 502;	/* overloaded, or cannot multiplex: no answer */
+		how = zh_status(502);	/* overloaded, or cannot multiplex:
+					 * no answer */
 	else if (!f->head_done)
-		err = 502;	/* ended without a head: nothing to send */
+		how = zh_status(502);	/* ended without a head: nothing to
+					 * send */
 	else if (f->redirect) {
 		char *to = f->redirect;
 
@@ -668,20 +671,20 @@ static void on_end(struct fcgi_req *f, zc_agg *content)
 		free(to);
 		return;
 	} else if (f->rep.chunked) {
-		err = zc_agg_append_bytes(request_out(r), NULL, "0\r\n\r\n", 5)
-			      ? ZH_TRUNCATED : 0;
+		if (zc_agg_append_bytes(request_out(r), NULL, "0\r\n\r\n", 5))
+			how = ZH_TRUNCATED;
 	} else if (f->rep.has_length && !f->rep.no_body &&
 		   f->body_sent != f->rep.length) {
 		zh_log(ZL_ERROR, "fastcgi %s: Content-Length %llu but "
 			"%llu bytes sent", f->rt->spec,
 			(unsigned long long)f->rep.length,
 			(unsigned long long)f->body_sent);
-		err = ZH_TRUNCATED;
+		how = ZH_TRUNCATED;
 	}
-	if (err == 502)
+	if (zh_error_status(how) == 502)
 		zh_log(ZL_ERROR, "fastcgi %s: the application ended "
 			"the request without a response", f->rt->spec);
-	finish(f, err);
+	finish(f, how);
 }
 
 /* ------------------------------------------------------------ link calls */
@@ -706,7 +709,7 @@ static void cl_attached(struct fcgi_client *cl, struct fcgi_link *l)
 	if (err) {
 		fcgi_link_release(l, false);
 		f->link = NULL;
-		finish(f, err > 0 ? err : 503);
+		finish(f, zh_status(err > 0 ? err : 503));
 	}
 }
 
@@ -725,13 +728,13 @@ static void cl_record(struct fcgi_client *cl, const struct fcgi_header *h,
 	} else if (content && !f->head_done) {
 		err = gather_head(f, content);
 	} else if (content) {
-		err = emit_body(f, content) ? ZH_TRUNCATED : 0;
+		err = emit_body(f, content);
 	}
 	zc_agg_release(content);
 	if (err) {
 		fcgi_link_release(f->link, false);
 		f->link = NULL;
-		finish(f, err);
+		finish(f, failed(err));
 	}
 }
 
@@ -742,7 +745,7 @@ static void cl_failed(struct fcgi_client *cl, int status)
 	f->link = NULL;
 	zh_log(ZL_ERROR, "fastcgi %s: %s", f->rt->spec,
 		status == 504 ? "timed out" : "connection failed or broken");
-	finish(f, f->head_done ? ZH_TRUNCATED : status);
+	finish(f, f->head_done ? ZH_TRUNCATED : zh_status(status));
 }
 
 static void cl_writable(struct fcgi_client *cl)
@@ -755,7 +758,7 @@ static void cl_writable(struct fcgi_client *cl)
 	if (err) {
 		fcgi_link_abort(f->link);
 		f->link = NULL;
-		finish(f, err > 0 ? err : ZH_TRUNCATED);
+		finish(f, failed(err));
 	}
 }
 
@@ -786,7 +789,7 @@ static const struct zh_handler fastcgi_handler = {
 	.input = on_input,
 };
 
-int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *rt)
+zh_answer fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *rt)
 {
 	const struct http_request *req = &r->http;
 	struct fcgi_req *f = calloc(1, sizeof(*f));
@@ -794,7 +797,7 @@ int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *rt)
 
 	if (!f || zc_agg_create(&f->body)) {
 		free(f);
-		return 503;
+		return zh_status(503);
 	}
 	f->w = r->w;
 	f->rt = rt;
@@ -820,7 +823,7 @@ int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *rt)
 	err = request_wait(r, &fastcgi_handler, f);
 	if (err) {
 		req_free(f);
-		return err;
+		return zh_status(err);
 	}
 	if (f->chunked_in) {
 		err = pull_body(f);	/* the link when it is all here */
@@ -835,9 +838,9 @@ int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *rt)
 			fcgi_link_abort(f->link);
 			f->link = NULL;
 		}
-		finish(f, err > 0 ? err : 503);
+		finish(f, zh_status(err > 0 ? err : 503));
 	}
-	return ZH_WAIT;
+	return ZH_WAITING;
 }
 
 int fastcgi_worker_init(struct zh_worker *w)
@@ -848,9 +851,4 @@ int fastcgi_worker_init(struct zh_worker *w)
 void fastcgi_worker_fini(struct zh_worker *w)
 {
 	fcgi_upstreams_fini(w);
-}
-
-void fastcgi_run_posted(struct zh_worker *w)
-{
-	fcgi_run_posted(w);
 }

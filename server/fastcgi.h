@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "request.h"
+
 enum zh_fcgi_transport {
 	ZH_FCGI_UNIX,		/* unix:PATH */
 	ZH_FCGI_TCP,		/* HOST:PORT */
@@ -55,21 +57,20 @@ struct zh_worker;
 struct zh_request;
 struct http_request;
 
-/* The route of site `site` for a request path (normalized), or NULL.
- * The first of the site's routes that matches wins. */
-const struct zh_fcgi_route *fastcgi_route(const struct zh_worker *w,
-					  unsigned site, const char *path,
-					  size_t len);
+/* Whether the route takes a request path (normalized, "/..."): its
+ * prefix, or a segment ending in its suffix.  (The router, router.h,
+ * asks the site's routes in order; the first that takes it wins.) */
+bool fastcgi_route_matches(const struct zh_fcgi_route *rt, const char *path,
+			   size_t len);
 
-/* Answer r through the route's backend: ZH_WAIT, or an error status. */
-int fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *route);
+/* Answer r through the route's backend: ZH_WAITING, or an error page
+ * (zh_answer, request.h). */
+zh_answer fastcgi_serve(struct zh_request *r,
+			const struct zh_fcgi_route *route);
 
 /* Per worker: the backends' connection pools (after the loop exists),
  * and their end (connections closed, waiting requests already gone). */
 int fastcgi_worker_init(struct zh_worker *w);
 void fastcgi_worker_fini(struct zh_worker *w);
-/* Work resumed by requests (a backend link that may deliver again), run
- * before the loop sleeps. */
-void fastcgi_run_posted(struct zh_worker *w);
 
 #endif

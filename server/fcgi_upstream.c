@@ -75,8 +75,7 @@ struct fcgi_link {
 	bool eof;			/* the backend closed */
 	int busy;			/* our code is on the stack */
 	bool doomed;			/* close when it unwinds */
-	bool posted;			/* on the worker's posted list */
-	struct fcgi_link *post_next;
+	struct ev_post post;		/* pumped before the loop sleeps */
 	unsigned long served;
 	struct ev_timer timer;
 };
@@ -86,6 +85,7 @@ struct fcgi_link {
 
 static void on_link_io(struct ev_loop *loop, int fd, uint32_t ev, void *data);
 static void link_pump(struct fcgi_link *l);
+static void on_link_posted(struct ev_post *p);
 
 static struct fcgi_upstream *upstream_of(struct zh_worker *w,
 					 const struct zh_fcgi_route *rt)
@@ -105,11 +105,7 @@ static void link_free(struct fcgi_link *l)
 			*pp = l->next;
 			break;
 		}
-	for (pp = &up->w->fcgi_posted; l->posted && *pp; pp = &(*pp)->post_next)
-		if (*pp == l) {
-			*pp = l->post_next;
-			break;
-		}
+	ev_unpost(&l->post);
 	ev_timer_disarm(&l->timer);
 	ev_forget(up->w->loop, l->fd);
 	if (l->ch)
@@ -282,6 +278,7 @@ static int link_open(struct fcgi_upstream *up, struct fcgi_link **out)
 	}
 	l->up = up;
 	l->fd = fd;
+	ev_post_init(&l->post, on_link_posted);
 	l->state = L_CONNECTING;
 	if (connect(fd, (const struct sockaddr *)addr, alen) &&
 	    errno != EINPROGRESS) {
@@ -677,31 +674,22 @@ void fcgi_link_cancel(struct zh_worker *w, const struct zh_fcgi_route *rt,
 	}
 }
 
-/* Pump l before the loop sleeps (fastcgi_run_posted): API calls never
+/* Pump l before the loop sleeps (event.h's posted work): API calls never
  * call the client back themselves, only the link's own wake-ups do. */
 static void link_post(struct fcgi_link *l)
 {
-	struct zh_worker *w = l->up->w;
-
-	if (l->posted)
-		return;
-	l->posted = true;
-	l->post_next = w->fcgi_posted;
-	w->fcgi_posted = l;
+	ev_post(l->up->w->loop, &l->post);
 }
 
-void fcgi_run_posted(struct zh_worker *w)
+static void on_link_posted(struct ev_post *p)
 {
-	while (w->fcgi_posted) {
-		struct fcgi_link *l = w->fcgi_posted;
+	struct fcgi_link *l = (struct fcgi_link *)((char *)p -
+					offsetof(struct fcgi_link, post));
 
-		w->fcgi_posted = l->post_next;
-		l->posted = false;
-		if (l->doomed && !l->busy)
-			link_destroy(l, 502);
-		else
-			link_pump(l);
-	}
+	if (l->doomed && !l->busy)
+		link_destroy(l, 502);
+	else
+		link_pump(l);
 }
 
 int fcgi_link_send(struct fcgi_link *l, zc_agg *records)

@@ -74,9 +74,6 @@ void fcgi_link_abort(struct fcgi_link *l);
 /* How many requests the link served before this one (0: a new link). */
 unsigned long fcgi_link_served(const struct fcgi_link *l);
 
-/* Links whose client resumed them, pumped before the loop sleeps. */
-void fcgi_run_posted(struct zh_worker *w);
-
 /* Per worker: set up and tear down the pools (fastcgi.h calls these). */
 int fcgi_upstreams_init(struct zh_worker *w);
 void fcgi_upstreams_fini(struct zh_worker *w);

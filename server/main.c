@@ -41,6 +41,7 @@
 #include "options.h"
 #include "probe.h"
 #include "stats.h"
+#include "tls.h"
 #include "worker.h"
 
 struct master {

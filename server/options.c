@@ -30,6 +30,7 @@
 #include "http_host.h"
 #include "listen.h"
 #include "options.h"
+#include "tls.h"
 #include "vhost.h"
 
 /* The best object hit ratio among the policies measured against

@@ -26,7 +26,7 @@ void request_head_begin(struct zh_request *r, struct resp_head *h)
 {
 	struct zh_conn *c = r->conn;
 
-	h->buf = c->in + IN_CAP + c->arena_used;
+	h->buf = sock_tail(&c->sock) + c->arena_used;
 	h->cap = HEAD_ARENA - c->arena_used;
 	if (h->cap < 256) {	/* nearly full: the struct's own room */
 		h->buf = h->local;
@@ -52,11 +52,13 @@ int request_head_end(struct zh_request *r, struct resp_head *h)
 int request_head_append(struct zh_request *r, const char *p, size_t len)
 {
 	struct zh_conn *c = r->conn;
+	char *at;
 
 	if (len > HEAD_ARENA - c->arena_used)
 		return zc_agg_append_bytes(c->out, NULL, p, len) ? 503 : 0;
-	memcpy(c->in + IN_CAP + c->arena_used, p, len);
-	if (zc_agg_append_mem(c->out, c->in + IN_CAP + c->arena_used, len))
+	at = sock_tail(&c->sock) + c->arena_used;
+	memcpy(at, p, len);
+	if (zc_agg_append_mem(c->out, at, len))
 		return 503;
 	c->arena_used += len;
 	return 0;
@@ -91,12 +93,12 @@ int request_wait(struct zh_request *r, const struct zh_handler *h,
 	return 0;
 }
 
-void request_finish(struct zh_request *r, int err)
+void request_finish(struct zh_request *r, zh_answer how)
 {
 	/* conn.c settles it (error page, log, what follows) from its loop;
 	 * until then nothing may reach the handler's state, which is gone. */
 	r->finished = true;
-	r->finish_err = err;
+	r->finished_as = how;
 	r->wait = NULL;
 	r->want_input = false;
 	conn_post(r->conn);
@@ -113,11 +115,6 @@ bool request_send(struct zh_request *r)
 	return false;
 }
 
-size_t request_queued(const struct zh_request *r)
-{
-	return (size_t)(conn_queued_end(r->conn) - r->conn->req_start);
-}
-
 void request_want_input(struct zh_request *r, bool on)
 {
 	r->want_input = on;
@@ -128,61 +125,32 @@ void request_input(struct zh_request *r, const char **p, size_t *len)
 {
 	struct zh_conn *c = r->conn;
 
-	*p = c->in + r->head_len;
-	*len = c->in_len - r->head_len;
+	*p = c->sock.in.buf + r->head_len;
+	*len = c->sock.in.len - r->head_len;
 }
 
 void request_input_consume(struct zh_request *r, size_t n)
 {
-	struct zh_conn *c = r->conn;
-	char *body = c->in + r->head_len;
-
-	memmove(body, body + n, c->in_len - r->head_len - n);
-	c->in_len -= n;
+	sock_in_consume(&r->conn->sock.in, r->head_len, n);
 }
 
 bool request_input_buffered(struct zh_request *r)
 {
 	struct zh_conn *c = r->conn;
 
-	conn_refill(c);
-	return c->in_len > r->head_len;
+	sock_fill(&c->sock);
+	return c->sock.in.len > r->head_len;
 }
 
 ssize_t request_read_body(struct zh_request *r, zc_agg **body, size_t want)
 {
-	struct zh_conn *c = r->conn;
-	ssize_t n;
-
-	if (!c->tls)
-		return iol_read(c->fd, body, want);
-	/* The bounce buffer is free between tls_send calls. */
-	n = tls_recv(c->tls, c->w->tls_bounce,
-		     want < TLS_BOUNCE ? want : TLS_BOUNCE);
-	if (n > 0 && ((!*body && zc_agg_create(body)) ||
-		      zc_agg_append_bytes(*body, NULL, c->w->tls_bounce,
-					  (size_t)n)))
-		return -ENOMEM;
-	return n;
+	return sock_read_agg(&r->conn->sock, body, want);
 }
 
 ssize_t request_read(struct zh_request *r)
 {
-	struct zh_conn *c = r->conn;
-	ssize_t n;
-
-	if (c->in_len == IN_CAP)
-		return -ENOBUFS;	/* the handler must take some first */
-	if (c->spill_len) {	/* the ring's bytes come first (conn_ring.c) */
-		size_t before = c->in_len;
-
-		conn_refill(c);
-		return (ssize_t)(c->in_len - before);
-	}
-	n = conn_recv(c, c->in + c->in_len, IN_CAP - c->in_len);
-	if (n > 0)
-		c->in_len += (size_t)n;
-	return n;
+	/* -ENOBUFS when full: the handler must take some first. */
+	return sock_read(&r->conn->sock);
 }
 
 int request_continue(struct zh_request *r)
@@ -208,7 +176,7 @@ void request_redirect(struct zh_request *r, const char *path, size_t len)
 
 	if (!to || ++r->redirects > 10) {
 		free(to);
-		request_finish(r, 500);
+		request_finish(r, zh_status(500));
 		return;
 	}
 	free(r->redirect);
@@ -231,7 +199,7 @@ const struct sockaddr_storage *request_local(struct zh_request *r)
 	socklen_t len = sizeof(c->local);
 
 	if (!c->have_local &&
-	    getsockname(c->fd, (struct sockaddr *)&c->local, &len) == 0)
+	    getsockname(c->sock.fd, (struct sockaddr *)&c->local, &len) == 0)
 		c->have_local = true;
 	return &c->local;
 }

@@ -15,8 +15,8 @@
  * request_finish().  Handlers run on the loop thread only.  A handler
  * never frees the connection or the request: it appends to request_out(),
  * asks for the output to be sent (request_send), and says when it is done;
- * the connection does the rest from its own stack (conn.c keeps a list of
- * connections with work posted, run before the loop sleeps), so a handler
+ * the connection does the rest from its own stack (request.c posts it on
+ * the loop's queue, event.h, run before the loop sleeps), so a handler
  * callback is never re-entered by the connection it serves.
  */
 #ifndef ZC_REQUEST_H
@@ -36,6 +36,59 @@ struct zh_worker;
 struct zh_vhost;
 struct zh_request;
 struct cache_entry;
+
+/*
+ * How a handler's part in a request ends, or that it goes on later: a type
+ * of its own, so that it cannot be taken for an errno or for a plain status
+ * (an int that carried "wait" as -1 and "cut" as -2 also carried -EPERM and
+ * -ENOENT).  A handler's serve function returns
+ *   ZH_ANSWERED         the response is complete in request_out();
+ *   zh_status(S)        answer with the error page of status S instead;
+ *   ZH_WAITING          it called request_wait(): it finishes the request
+ *                       later with request_finish();
+ * and request_finish() takes ZH_ANSWERED, zh_status(S), or
+ *   ZH_TRUNCATED        the response was cut short after part of it was
+ *                       queued (a backend died): what is queued is sent and
+ *                       the connection closed, so the client cannot take
+ *                       the truncated body for a complete one.
+ * An error page is valid only while none of the response is queued; later
+ * the connection cuts it (it becomes ZH_TRUNCATED).
+ */
+typedef struct zh_answer {
+	int code;	/* 0, an HTTP status, or one of the two below (never
+			 * a status: statuses start at 100) */
+} zh_answer;
+
+#define ZH_ANSWER_WAIT 1
+#define ZH_ANSWER_CUT 2
+#define ZH_ANSWERED ((zh_answer){ 0 })
+#define ZH_WAITING ((zh_answer){ ZH_ANSWER_WAIT })
+#define ZH_TRUNCATED ((zh_answer){ ZH_ANSWER_CUT })
+
+/* status: 0 (answered) or an HTTP status, 100-599 (anything else would be
+ * a bug: it is answered as 500, never as a wait or a cut). */
+static inline zh_answer zh_status(int status)
+{
+	if (status && (status < 100 || status > 599))
+		status = 500;
+	return (zh_answer){ status };
+}
+
+static inline bool zh_waits(zh_answer a)
+{
+	return a.code == ZH_ANSWER_WAIT;
+}
+
+static inline bool zh_truncated(zh_answer a)
+{
+	return a.code == ZH_ANSWER_CUT;
+}
+
+/* The error page's status, or 0 for none. */
+static inline int zh_error_status(zh_answer a)
+{
+	return a.code >= 100 ? a.code : 0;
+}
 
 /* A waiting request's hooks, called by the connection on the loop. */
 struct zh_handler {
@@ -86,14 +139,9 @@ struct zh_request {
 	unsigned redirects;
 	bool want_input;
 	bool finished;			/* request_finish was called ... */
-	int finish_err;			/* ... with this */
+	zh_answer finished_as;		/* ... with this */
 	bool redirect_pending;		/* request_redirect was called */
 };
-
-/* Handlers' answers to "answer this request" (static_serve, ...):
- * 0 the response is appended to the output; > 0 the status of an error
- * page to send instead; ZH_WAIT the handler called request_wait(). */
-#define ZH_WAIT (-1)
 
 /* The aggregate this request's response is appended to. */
 zc_agg *request_out(struct zh_request *r);
@@ -114,25 +162,15 @@ int request_head_append(struct zh_request *r, const char *p, size_t len);
 int request_wait(struct zh_request *r, const struct zh_handler *h,
 		 void *wait);
 
-/*
- * The handler is done with r (it must not touch r afterwards; the
- * connection settles it from its own loop).  err 0: the response is
- * complete in the output.  err > 0: answer with that error page instead (only valid while
- * none of this response has been queued).  ZH_TRUNCATED: the response
- * was cut short after part of it was queued (a backend died): what is
- * queued is sent and the connection closed, so the client cannot take
- * the truncated body for a complete one.
- */
-#define ZH_TRUNCATED (-2)
-void request_finish(struct zh_request *r, int err);
+/* The handler is done with r (it must not touch r afterwards; the
+ * connection settles it from its own loop): ZH_ANSWERED, zh_status(S) or
+ * ZH_TRUNCATED (see zh_answer). */
+void request_finish(struct zh_request *r, zh_answer how);
 
 /* Send what the handler appended so far (a streamed response).  Returns
  * false when the queued output is above the high-water mark: the handler
  * should stop producing until its drained hook is called. */
 bool request_send(struct zh_request *r);
-
-/* Bytes of this response queued and not yet sent. */
-size_t request_queued(const struct zh_request *r);
 
 /* Ask for (or stop asking for) the input hook when the client sends. */
 void request_want_input(struct zh_request *r, bool on);
@@ -142,19 +180,21 @@ void request_want_input(struct zh_request *r, bool on);
 void request_input(struct zh_request *r, const char **p, size_t *len);
 /* Drop the first n of those bytes (the body the handler used). */
 void request_input_consume(struct zh_request *r, size_t n);
-/* Whether request_input has bytes for the handler.  A handler that reads
- * the body itself (request_read_body) must take those first: on the
- * io_uring loop, and from OpenSSL, bytes can reach the buffer after the
- * handler first looked. */
+/* Whether request_input has bytes for the handler (input the socket held
+ * ahead is moved into the buffer first).  A handler that reads the body
+ * itself (request_read_body) must take those first: on the io_uring loop,
+ * and from OpenSSL, bytes can reach the buffer after the handler first
+ * looked. */
 bool request_input_buffered(struct zh_request *r);
 /* Read up to `want` bytes of a large body straight into `body` (read no
  * more than the body's length: what follows is not its own; *body NULL:
- * a new aggregate): by
- * reference from the socket where libzc can (iol_read), decrypted through
- * a copy on HTTPS.  Bytes, 0 at EOF, -EAGAIN, or -errno. */
+ * a new aggregate): by reference from the socket where libzc can
+ * (iol_read), decrypted through a copy on HTTPS, copied from what the
+ * socket held.  Bytes, 0 at EOF, -EAGAIN, or -errno. */
 ssize_t request_read_body(struct zh_request *r, zc_agg **body, size_t want);
 /* Read what the client sent into the connection's input (after what
- * request_input shows): bytes read, 0 at EOF, -EAGAIN, or -errno. */
+ * request_input shows): bytes read, 0 at EOF, -EAGAIN, -ENOBUFS (the
+ * input is full: take some first), or -errno. */
 ssize_t request_read(struct zh_request *r);
 /* Queue "100 Continue" ahead of the response (Expect: 100-continue). */
 int request_continue(struct zh_request *r);

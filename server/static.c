@@ -170,7 +170,7 @@ struct static_job {
 	char path[PATH_MAX_LEN];
 };
 
-static int submit(struct zh_request *r, struct static_job *j);
+static zh_answer submit(struct zh_request *r, struct static_job *j);
 
 /* The best coding the client takes among `variants` (0: identity). */
 static enum cache_coding pick(const struct static_job *j, unsigned variants)
@@ -313,11 +313,13 @@ static struct static_job *job_new(struct zh_request *r, enum job_op op)
  * The body of a response from e must be at hand before its head is
  * built: this worker's descriptor of e's file, unless the body is in
  * memory, and -- `load`: e was asked for before -- the body copied into
- * memory if the cache wants it there.  0 ready; ZH_WAIT a helper is on
- * it (the request resumes in job_done); -ESTALE the file changed since e
- * was made (e is dropped: answer as a miss); a status.
+ * memory if the cache wants it there.  ZH_ANSWERED: ready; ZH_WAITING: a
+ * helper is on it (the request resumes in job_done); a status; or
+ * *stale: the file changed since e was made (e is dropped: answer as a
+ * miss).
  */
-static int body_ready(struct zh_request *r, struct cache_entry *e, bool load)
+static zh_answer body_ready(struct zh_request *r, struct cache_entry *e,
+			    bool load, bool *stale)
 {
 	struct zh_worker *w = r->w;
 	struct cache *c = w->cache;
@@ -327,7 +329,7 @@ static int body_ready(struct zh_request *r, struct cache_entry *e, bool load)
 	int fd, err;
 
 	if (cache_body_in_memory(c, e))
-		return 0;
+		return ZH_ANSWERED;
 	if (!cache_file(c, e)) {
 		fd = static_open_beneath(w, e->dirfd, e->fs_path, helpers);
 		if (fd >= 0 && fstat(fd, &st) < 0) {
@@ -342,16 +344,19 @@ static int body_ready(struct zh_request *r, struct cache_entry *e, bool load)
 		if (fd == -EAGAIN) {
 			j = job_new(r, J_OPEN);
 			if (!j)
-				return 503;
+				return zh_status(503);
 			j->e = e;
 			cache_pin(c, e);
 			return submit(r, j);
 		}
 		if (fd < 0)
-			return static_status_for_errno(-fd);
+			return zh_status(static_status_for_errno(-fd));
 		err = cache_adopt_fd(c, e, fd, &st);
-		if (err)
-			return err == -ESTALE ? -ESTALE : 503;
+		*stale = err == -ESTALE;
+		if (err && !*stale)
+			return zh_status(503);
+		if (*stale)
+			return ZH_ANSWERED;
 	}
 	if (load && cache_load_begin(c, e)) {
 		err = cache_load_fill(c, e, helpers);
@@ -359,7 +364,7 @@ static int body_ready(struct zh_request *r, struct cache_entry *e, bool load)
 			j = job_new(r, J_LOAD);
 			if (!j) {
 				cache_load_end(c, e, -ENOMEM);
-				return 503;
+				return zh_status(503);
 			}
 			j->e = e;
 			cache_pin(c, e);
@@ -367,19 +372,23 @@ static int body_ready(struct zh_request *r, struct cache_entry *e, bool load)
 		}
 		cache_load_end(c, e, err);
 	}
-	return 0;
+	return ZH_ANSWERED;
 }
 
-/* Build the response for a cached (or private) entry: 0, a status,
- * ZH_WAIT (its body is being made ready), -ESTALE (body_ready). */
-static int serve_entry(struct zh_request *r, struct cache_entry *e, bool load)
+/* Build the response for a cached (or private) entry: ZH_ANSWERED, a
+ * status, ZH_WAITING (its body is being made ready), or *stale
+ * (body_ready's). */
+static zh_answer serve_entry(struct zh_request *r, struct cache_entry *e,
+			     bool load, bool *stale)
 {
 	const struct http_request *req = &r->http;
 	zc_agg *out = request_out(r);
 	uint64_t start = 0, len = (uint64_t)e->v.size;
 	struct resp_head h;
-	int status = 200, err;
+	zh_answer a;
+	int status = 200, failed;
 
+	*stale = false;
 	if (not_modified(req, e->etag, e->v.mtime_ns / 1000000000)) {
 		request_head_begin(r, &h);
 		resp_begin(&h, 304);
@@ -389,7 +398,7 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e, bool load)
 			resp_add(&h, "Vary", "Accept-Encoding");
 		resp_end(&h, r->keep_alive);
 		r->status = 304;
-		return request_head_end(r, &h);
+		return zh_status(request_head_end(r, &h));
 	}
 	if (req->range.p && range_applies(req, e->etag, e->lastmod)) {
 		switch (http_range_parse(req->range.p, req->range.len,
@@ -403,8 +412,8 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e, bool load)
 			snprintf(cr, sizeof(cr), "Content-Range: bytes */%llu\r\n",
 				 (unsigned long long)e->v.size);
 			r->status = 416;
-			return resp_error(out, 416, r->head_only, r->keep_alive,
-					  cr) ? 500 : 0;
+			return zh_status(resp_error(out, 416, r->head_only,
+						    r->keep_alive, cr) ? 500 : 0);
 		}
 		case HTTP_RANGE_IGNORE:
 			start = 0;
@@ -413,9 +422,9 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e, bool load)
 		}
 	}
 	if (!r->head_only && len) {
-		err = body_ready(r, e, load);
-		if (err)
-			return err;
+		a = body_ready(r, e, load, stale);
+		if (*stale || zh_waits(a) || zh_error_status(a))
+			return a;
 	}
 	request_head_begin(r, &h);
 	resp_begin(&h, status);
@@ -441,41 +450,41 @@ static int serve_entry(struct zh_request *r, struct cache_entry *e, bool load)
 			  (unsigned long long)(start + len - 1),
 			  (unsigned long long)e->v.size);
 	resp_end(&h, r->keep_alive);
-	err = request_head_end(r, &h);
-	if (err)
-		return err;
+	failed = request_head_end(r, &h);
+	if (failed)
+		return zh_status(failed);
 	if (!r->head_only && len) {
-		err = cache_append_body(r->w->cache, e, out, start, len);
-		if (err)
-			return 503;
+		if (cache_append_body(r->w->cache, e, out, start, len))
+			return zh_status(503);
 		/* The response uses it: the request keeps our reference
 		 * (request.h) until it is pinned for the send. */
 		r->entry = e;
 	}
 	r->status = status;
 	r->body_bytes = r->head_only ? 0 : len;
-	return 0;
+	return ZH_ANSWERED;
 }
 
 /* The loop half of a miss: insert what was opened and answer with the
  * variant if there is one, else the identity. */
-static int answer_miss(struct zh_request *r, struct static_job *j)
+static zh_answer answer_miss(struct zh_request *r, struct static_job *j)
 {
 	struct cache *c = r->w->cache;
 	struct cache_entry *e = j->ident, *v = NULL, *serve;
 	char vkey[PATH_MAX_LEN + 16];
-	int err;
+	zh_answer a;
+	bool stale;
 
 	if (j->status == 301)
-		return redirect_slash(r, &j->up);
+		return zh_status(redirect_slash(r, &j->up));
 	if (j->status)
-		return j->status;
+		return zh_status(j->status);
 	if (!e) {
 		e = cache_insert(c, j->site, j->key, j->rootfd, j->fs_path,
 				 j->fd, &j->st, j->now, CACHE_IDENTITY,
 				 j->variants);
 		if (!e)
-			return 503;
+			return zh_status(503);
 		j->fd = -1;		/* the entry's now */
 	} else {
 		j->ident = NULL;	/* its reference is ours now */
@@ -495,10 +504,11 @@ static int answer_miss(struct zh_request *r, struct static_job *j)
 		e->variants &= (uint8_t)~(1u << j->vcoding);	/* gone */
 	}
 	serve = v ? v : e;
-	err = serve_entry(r, serve, false);
+	/* Just opened: its descriptor is this worker's, nothing is stale. */
+	a = serve_entry(r, serve, false, &stale);
 	settle(r, e);
 	settle(r, v);
-	return err == -ESTALE ? 503 : err;
+	return stale ? zh_status(503) : a;
 }
 
 static void job_free(struct static_job *j)
@@ -540,28 +550,30 @@ static void job_work(struct disk_job *dj)
 
 /* The loop half of J_OPEN and J_LOAD: the entry is ready now (or changed:
  * answer as a fresh miss). */
-static int resume(struct zh_request *r, struct static_job *j)
+static zh_answer resume(struct zh_request *r, struct static_job *j)
 {
 	struct cache *c = r->w->cache;
 	struct cache_entry *e = j->e;
+	zh_answer a;
+	bool stale;
 	int err;
 
 	if (j->op == J_LOAD) {
 		cache_load_end(c, e, j->err);
 	} else if (j->fd < 0) {
-		return static_status_for_errno(-j->fd);
+		return zh_status(static_status_for_errno(-j->fd));
 	} else {
 		err = cache_adopt_fd(c, e, j->fd, &j->st);
 		j->fd = -1;		/* adopted or closed */
 		if (err == -ESTALE)
 			return static_serve(r);	/* dropped: a miss now */
 		if (err)
-			return 503;
+			return zh_status(503);
 	}
 	j->e = NULL;			/* the reference goes with it */
-	err = serve_entry(r, e, false);
+	a = serve_entry(r, e, false, &stale);
 	settle(r, e);
-	return err == -ESTALE ? static_serve(r) : err;
+	return stale ? static_serve(r) : a;
 }
 
 /* On the loop, when the helper is done (or the worker stops). */
@@ -569,13 +581,13 @@ static void job_done(struct disk_job *dj)
 {
 	struct static_job *j = (struct static_job *)dj;
 	struct zh_request *r = j->r;
-	int err;
+	zh_answer a;
 
 	if (r) {
 		r->wait = NULL;
-		err = j->op == J_MISS ? answer_miss(r, j) : resume(r, j);
-		if (err != ZH_WAIT)
-			request_finish(r, err);
+		a = j->op == J_MISS ? answer_miss(r, j) : resume(r, j);
+		if (!zh_waits(a))
+			request_finish(r, a);
 	}
 	job_free(j);
 }
@@ -595,18 +607,18 @@ static const struct zh_handler static_handler = {
 };
 
 /* Hand j to a helper thread; the request waits for it. */
-static int submit(struct zh_request *r, struct static_job *j)
+static zh_answer submit(struct zh_request *r, struct static_job *j)
 {
 	int err = request_wait(r, &static_handler, j);
 
 	if (err) {
 		job_free(j);
-		return err;
+		return zh_status(err);
 	}
 	j->dj.work = job_work;
 	j->dj.done = job_done;
 	diskio_submit(r->w->diskio, &j->dj);
-	return ZH_WAIT;
+	return ZH_WAITING;
 }
 
 /* The codings the client takes that we could serve precompressed, best
@@ -668,7 +680,7 @@ static struct cache_entry *cached_variant(struct zh_request *r,
 	return NULL;
 }
 
-int static_serve(struct zh_request *r)
+zh_answer static_serve(struct zh_request *r)
 {
 	struct zh_worker *w = r->w;
 	const struct uri_path *up = &r->up;
@@ -678,13 +690,13 @@ int static_serve(struct zh_request *r)
 	uint8_t pref[CACHE_NCODINGS];
 	unsigned npref = preferences(r, pref);
 	size_t klen = r->uri_len;
-	bool load = false;
-	int err;
+	bool load = false, stale;
+	zh_answer a;
 
 	/* The key is the normalized path with its trailing slash: "/dir"
 	 * redirects, "/dir/" is the index. */
 	if (klen + 2 > sizeof(key))
-		return 414;
+		return zh_status(414);
 	memcpy(key, r->uri, klen);
 	if (up->trailing_slash && up->len)
 		key[klen++] = '/';
@@ -695,11 +707,11 @@ int static_serve(struct zh_request *r)
 	if (e && !load) {
 		/* A hit: its body may come into memory now (the second time
 		 * it is asked for, cache.h). */
-		err = serve_entry(r, v ? v : e, true);
+		a = serve_entry(r, v ? v : e, true, &stale);
 		settle(r, e);
 		settle(r, v);
-		if (err != -ESTALE)
-			return err;
+		if (!stale)
+			return a;
 		e = v = NULL;		/* changed: a miss after all */
 	}
 	/* A miss (of the file, or of the variant this client takes):
@@ -708,7 +720,7 @@ int static_serve(struct zh_request *r)
 	j = job_new(r, J_MISS);
 	if (!j) {
 		cache_put(w->cache, e);
-		return 503;
+		return zh_status(503);
 	}
 	j->ident = e;		/* our reference goes with it */
 	memcpy(j->pref, pref, sizeof(pref));
@@ -719,9 +731,9 @@ int static_serve(struct zh_request *r)
 	if (!w->diskio || prepare(j, true) == 0) {
 		if (!w->diskio)
 			prepare(j, false);
-		err = answer_miss(r, j);
+		a = answer_miss(r, j);
 		job_free(j);
-		return err;
+		return a;
 	}
 	return submit(r, j);
 }

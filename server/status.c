@@ -10,6 +10,7 @@
 #include "handlers.h"
 #include "respond.h"
 #include "stats.h"
+#include "tls.h"
 #include "zchttpd.h"
 
 bool status_matches(const struct zh_worker *w, const struct http_request *req)
@@ -217,7 +218,7 @@ static int render_prometheus(const struct zh_worker *w,
 	return (int)k;
 }
 
-int status_serve(struct zh_request *r)
+zh_answer status_serve(struct zh_request *r)
 {
 	struct zh_worker *w = r->w;
 	const struct http_request *req = &r->http;
@@ -250,7 +251,7 @@ int status_serve(struct zh_request *r)
 	t.cache.arena_bytes = own.arena_bytes;
 	body = malloc(cap);
 	if (!body)
-		return 503;
+		return zh_status(503);
 	if (audit)
 		cache_audit(w->cache, &a);
 	n = prom ? render_prometheus(w, &t, body, cap)
@@ -259,7 +260,7 @@ int status_serve(struct zh_request *r)
 	    render_sites(w, &t, body + n, cap - (size_t)n, prom);
 	if (m < 0) {
 		free(body);
-		return 500;
+		return zh_status(500);
 	}
 	n += m;
 	request_head_begin(r, &h);
@@ -272,10 +273,10 @@ int status_serve(struct zh_request *r)
 	if (request_head_end(r, &h) ||
 	    (!r->head_only && zc_agg_append_bytes(out, NULL, body, (size_t)n))) {
 		free(body);
-		return 500;
+		return zh_status(500);
 	}
 	free(body);
 	r->status = 200;
 	r->body_bytes = r->head_only ? 0 : (uint64_t)n;
-	return 0;
+	return ZH_ANSWERED;
 }

@@ -317,11 +317,6 @@ int tls_handshake(struct tls_conn *tc, struct tls_stats *st)
 	return broken(tc, e);
 }
 
-bool tls_established(const struct tls_conn *tc)
-{
-	return tc->established;
-}
-
 bool tls_kernel_sends(const struct tls_conn *tc)
 {
 	return tc->kernel;

@@ -19,31 +19,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tls_config.h"
 #include "zc.h"
-
-/* One certificate chain and its key (PEM); key NULL: in the same file. */
-struct zh_tls_cert {
-	const char *cert;
-	const char *key;
-};
-
-struct zh_tls_config {
-	const char *listen;		/* HTTPS address; NULL: no HTTPS */
-	struct zh_tls_cert *certs;	/* the first is the default */
-	unsigned ncerts;
-	const char *ciphers;		/* TLS 1.2 list; NULL: our default */
-	bool ktls;			/* give the records to the kernel */
-};
-
-/* Counters, per worker (summed by the status endpoint). */
-struct tls_stats {
-	uint64_t handshakes;		/* completed */
-	uint64_t resumed;		/* ... of which resumed a session */
-	uint64_t failed;		/* refused or broken handshakes */
-	uint64_t kernel_send;		/* connections the kernel encrypts */
-	uint64_t user_send;		/* connections we encrypt */
-	uint64_t user_bytes;		/* bytes encrypted here */
-};
 
 struct zh_tls;
 struct tls_conn;
@@ -70,7 +47,6 @@ void tls_conn_notify_close(struct tls_conn *tc);
 /* 0: established; -EAGAIN: needs input; -EINPROGRESS: needs the socket
  * writable; another negative errno: failed (close). */
 int tls_handshake(struct tls_conn *tc, struct tls_stats *st);
-bool tls_established(const struct tls_conn *tc);
 /* After the handshake: does the kernel encrypt what is written to the
  * socket (so iol_write, sendfile included, may write it directly)? */
 bool tls_kernel_sends(const struct tls_conn *tc);

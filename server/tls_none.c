@@ -54,12 +54,6 @@ int tls_handshake(struct tls_conn *tc, struct tls_stats *st)
 	return -ENOTSUP;
 }
 
-bool tls_established(const struct tls_conn *tc)
-{
-	(void)tc;
-	return false;
-}
-
 bool tls_kernel_sends(const struct tls_conn *tc)
 {
 	(void)tc;

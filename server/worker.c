@@ -128,13 +128,7 @@ static void before_sleep(struct ev_loop *loop, void *data)
 {
 	struct zh_worker *w = data;
 
-	/* Work one side posts for the other (a drained client resumes its
-	 * backend link, a link's records post the client): run both until
-	 * neither has any, or the loop would sleep on posted work. */
-	do {
-		fastcgi_run_posted(w);
-		conn_run_posted(w);
-	} while (w->posted || w->fcgi_posted);
+	/* The loop has run the posted work (event.h) by now. */
 	vhost_flush_logs(w);
 	if (cache_maintain(w->cache, ev_now_ms(loop)) >= 0 &&
 	    !ev_timer_armed(&w->cache_timer))
@@ -171,6 +165,9 @@ int worker_run(struct zh_worker *w)
 			    : ev_loop_create(&w->loop);
 	if (err)
 		return err;
+	err = conn_worker_init(w);
+	if (err)
+		return err;
 	ev_timer_list_init(&w->t_header, cfg->header_timeout_ms);
 	ev_timer_list_init(&w->t_idle, cfg->keepalive_timeout_ms);
 	ev_timer_list_init(&w->t_send, cfg->send_timeout_ms);
@@ -205,6 +202,9 @@ int worker_run(struct zh_worker *w)
 	err = fastcgi_worker_init(w);
 	if (err)
 		return err;
+	err = router_init(&w->router, cfg);
+	if (err)
+		return err;
 	if ((err = ev_add(w->loop, w->sigfd, EPOLLIN, on_signal, w)) ||
 	    (err = ev_add(w->loop, w->lfd, EPOLLIN, on_accept, w)) ||
 	    (w->tls_lfd >= 0 &&
@@ -221,6 +221,7 @@ int worker_run(struct zh_worker *w)
 	conn_close_all(w);	/* abandons their helper jobs, aborts their
 				 * FastCGI requests */
 	fastcgi_worker_fini(w);
+	router_fini(&w->router);
 	diskio_stop(w->diskio);	/* their requests are gone: jobs freed */
 	vhost_worker_fini(w);
 	publish_stats(w);	/* final: the master folds them when we exit */

@@ -4,11 +4,12 @@
  *
  * Process model (Flash's AMPED, nginx's master/worker): a master process
  * forks one worker per core; each worker binds its own SO_REUSEPORT socket
- * and runs one event loop (epoll, or io_uring with --event io_uring).  No
- * thread per connection, no shared accept lock.  The workers of a
- * generation share one cache (cache.h) in a mapping the master made
- * before forking them; counters live in another shared mapping so any
- * worker can answer the status endpoint for all of them.
+ * and runs one event loop (event.h: epoll, or io_uring with epoll inside it
+ * under --event io_uring).  No thread per connection, no shared accept
+ * lock.  The workers of a generation share one cache (cache.h) in a
+ * mapping the master made before forking them; counters live in another
+ * shared mapping so any worker can answer the status endpoint for all of
+ * them.
  */
 #ifndef ZC_ZCHTTPD_H
 #define ZC_ZCHTTPD_H
@@ -22,7 +23,9 @@
 #include "event.h"
 #include "fastcgi.h"
 #include "http_parser.h"
-#include "tls.h"
+#include "router.h"
+#include "sock.h"
+#include "tls_config.h"
 #include "zc.h"
 
 #define ZCHTTPD_MAX_WORKERS 64
@@ -130,7 +133,6 @@ struct zh_worker {
 	int index;
 	int lfd;			/* listening socket */
 	int tls_lfd;			/* HTTPS listening socket, or -1 */
-	char tls_bounce[TLS_BOUNCE];	/* tls_send's copy of a record */
 	int sigfd;
 	bool stopping;			/* SIGTERM: finish and exit */
 	uint64_t stop_deadline_ms;
@@ -139,23 +141,22 @@ struct zh_worker {
 	struct ev_timer_list t_cache;	/* wakes the loop for cache_maintain */
 	struct ev_timer cache_timer;
 	struct zh_conn *conns;		/* list of open connections */
-	struct zh_conn *posted;		/* connections with handler work */
 	unsigned nconns;
-	/* Input buffers kept for the next request (conn.c's in_get). */
-	char *spare_in[32];
-	unsigned nspare_in;
+	struct sock_env socks;		/* what its connections' sockets
+					 * share: buffers, TLS (sock.h) */
 	struct worker_stats *stats;	/* this worker's slot */
 	struct stats_area *all_stats;	/* every process's slot (stats.h) */
 	int nworkers;
 	struct zh_vhost *vhosts;	/* cfg->sites as this worker serves them */
+	struct zh_router router;	/* which handler answers (router.h) */
 	const int *site_rootfds;	/* from the master, one per site */
 	const int *site_logfds;		/* one per site, -1: no log */
 	struct cache_zone *cache_zone;	/* the generation's, from the master */
 	struct cache *cache;		/* this worker's handle on it */
 	struct diskio *diskio;		/* helper threads, or NULL */
 	struct fcgi_upstream *upstreams;	/* one per FastCGI route */
-	struct fcgi_link *fcgi_posted;	/* links to pump before sleeping */
-	char uri[ZH_PATH_MAX + 1];	/* the request path being routed */
+	char uri[ZH_PATH_MAX + 1];	/* the request path being routed
+					 * (router.c normalizes into it) */
 	/* Requests are parsed one at a time: header slots are per worker
 	 * (a request that has to wait takes a copy, request.h). */
 	struct http_header slots[256];

@@ -6,7 +6,8 @@
 #   TARGET    http_parser (request heads), uri (path normalizer), fcgi
 #             (FastCGI records, name-value pairs, CGI response heads),
 #             chunked (chunked bodies), host (Host values: virtual
-#             hosts); default: all five
+#             hosts), sock_in (the socket layer's input assembly: split
+#             reads, ring receives, TLS records); default: all six
 #
 # Builds build-fuzz/fuzz_<target> with clang -fsanitize=fuzzer,address,
 # undefined (Debian: clang + libclang-rt-14-dev, which ci/deps.sh installs),
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/../.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(http_parser uri fcgi chunked host)
+[ ${#targets[@]} -gt 0 ] || targets=(http_parser uri fcgi chunked host sock_in)
 
 out=build-fuzz
 mkdir -p "$out/artifacts"
@@ -35,7 +36,7 @@ cflags=(-g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer -Iserver)
 lib=(server/http_parser.c server/http_range.c server/http_date.c server/uri.c
 	server/fcgi_proto.c server/http_chunked.c server/http_accept.c
-	server/http_host.c)
+	server/http_host.c server/sock_in.c)
 
 status=0
 for t in "${targets[@]}"; do

@@ -1,7 +1,7 @@
 /* test_event.c - the event loop: readiness callbacks, deadline lists
- * (order, re-arming, disarming), and stopping from a callback -- on the
- * epoll loop and on the io_uring loop -- and the io_uring loop's ring
- * receives (order, end of stream, cancel, forget). */
+ * (order, re-arming, disarming), stopping from a callback and the posted
+ * work -- on the epoll loop and on the io_uring loop -- and the io_uring
+ * loop's ring receives (order, end of stream, cancel, forget). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <setjmp.h>
@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "../event.h"
+#include "../event_ring.h"
 
 struct probe {
 	struct ev_timer t;
@@ -288,6 +289,67 @@ static void test_ring_needs_ring(void **state)
 	ev_loop_destroy(loop);
 }
 
+/* Posted work: run before the loop sleeps, in the order posted, work
+ * posted meanwhile in the same pass; a second post and an unpost of what
+ * is queued behave; the before_sleep hook comes after all of it. */
+struct job {
+	struct ev_post post;
+	struct ev_loop *loop;
+	int id;
+	struct job *then;		/* posted when this one runs */
+};
+
+static int ran[16], nran;
+
+static void on_job(struct ev_post *p)
+{
+	struct job *j = (struct job *)p;	/* post is the first member */
+
+	ran[nran++] = j->id;
+	if (j->then)
+		ev_post(j->loop, &j->then->post);
+}
+
+static void after_posted(struct ev_loop *loop, void *data)
+{
+	(void)data;
+	ran[nran++] = -1;
+	ev_stop(loop);
+}
+
+static void test_posted_work(void **state)
+{
+	struct ev_loop *loop;
+	struct job j[4];
+
+	nran = 0;
+	assert_int_equal(make_loop(state, &loop), 0);
+	for (int i = 0; i < 4; i++) {
+		j[i] = (struct job){ .loop = loop, .id = i };
+		ev_post_init(&j[i].post, on_job);
+		assert_false(ev_posted(&j[i].post));
+	}
+	j[1].then = &j[3];
+	ev_post(loop, &j[2].post);
+	ev_post(loop, &j[1].post);
+	ev_post(loop, &j[0].post);
+	ev_post(loop, &j[2].post);	/* queued already: stays where it is */
+	assert_true(ev_posted(&j[2].post));
+	ev_unpost(&j[0].post);
+	assert_false(ev_posted(&j[0].post));
+	ev_unpost(&j[0].post);		/* twice is harmless */
+	ev_set_before_sleep(loop, after_posted, NULL);
+	assert_int_equal(ev_run(loop), 0);
+	assert_int_equal(nran, 4);
+	assert_int_equal(ran[0], 2);
+	assert_int_equal(ran[1], 1);
+	assert_int_equal(ran[2], 3);	/* posted by 1, same pass */
+	assert_int_equal(ran[3], -1);
+	for (int i = 0; i < 4; i++)
+		assert_false(ev_posted(&j[i].post));
+	ev_loop_destroy(loop);
+}
+
 int main(void)
 {
 	loop_ctor *epoll_loop = ev_loop_create, *ring_loop = ev_loop_create_ring;
@@ -296,6 +358,8 @@ int main(void)
 		cmocka_unit_test_prestate(test_readiness, epoll_loop),
 		cmocka_unit_test_prestate(test_timers_fire_in_order, ring_loop),
 		cmocka_unit_test_prestate(test_readiness, ring_loop),
+		cmocka_unit_test_prestate(test_posted_work, epoll_loop),
+		cmocka_unit_test_prestate(test_posted_work, ring_loop),
 		cmocka_unit_test(test_ring_receive_in_order),
 		cmocka_unit_test(test_ring_cancel_keeps_order),
 		cmocka_unit_test(test_ring_forget),
