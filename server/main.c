@@ -428,6 +428,7 @@ static void reload(struct master *m)
 		return;
 	}
 	/* New certificates (renewed ones: the same paths) are read now. */
+	options_for_workers(&o.cfg, m->nworkers);
 	if (load_tls(&o.cfg) || !(zone = new_zone(&o.cfg, m->nworkers))) {
 		zh_log(ZL_ERROR, "reload refused");
 		options_free(&o);
@@ -647,6 +648,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	announce_sites(&m);
+	options_for_workers(&m.opt.cfg, m.nworkers);
 	m.zone = new_zone(&m.opt.cfg, m.nworkers);
 	if (!m.zone)
 		return 1;

@@ -68,9 +68,10 @@ void options_usage(FILE *f)
 "  --cache-entries N          files the cache describes at most (default 16384)\n"
 "  --cache-ttl MS             revalidate cached files after this (default 1000)\n"
 "  --cache-small-max BYTES    keep bodies up to this in memory, from their second\n"
-"                             request on (default 64k)\n"
+"                             request on (default 64k; 128k from 4 workers on)\n"
 "  --cache-copy-max BYTES     send bodies held in memory up to this by copy, larger\n"
-"                             ones by sendfile (default 16k; docs/bench-static.md)\n"
+"                             ones by sendfile (default 16k; 128k from 4 workers\n"
+"                             on: docs/bench-static.md)\n"
 "  --cache-policy NAME        replacement policy: %s\n"
 "                             (default " DEFAULT_CACHE_POLICY ": GDSF, newcomers compete;\n"
 "                             docs/gds-cache.md)\n"
@@ -133,8 +134,8 @@ void options_defaults(struct options *o)
 	o->cfg.limits = (struct http_limits)HTTP_LIMITS_DEFAULT;
 	o->cfg.cache_bytes = 256ull << 20;
 	o->cfg.cache_ttl_ms = 1000;
-	o->cfg.cache_small_max = 64u << 10;
-	o->cfg.cache_copy_max = 16u << 10;
+	o->cfg.cache_small_max = ZH_BY_WORKERS;	/* options_for_workers */
+	o->cfg.cache_copy_max = ZH_BY_WORKERS;
 	o->cfg.cache_entries = 16384;
 	o->cfg.cache_owns_pages = false;
 	o->cfg.cache_policy = gds_policy_find(DEFAULT_CACHE_POLICY);
@@ -223,6 +224,27 @@ const char *options_keep(struct options *o, const char *s)
 	k->next = o->strings;
 	o->strings = k;
 	return k->s;
+}
+
+/*
+ * How a hot body leaves depends on how many workers send it at once,
+ * measured (docs/bench-static.md, "How a hot body is sent"): on one core
+ * sendfile of a 100 KB body from the page cache cost 18.7 us against 22.8
+ * for a copy from the cache's memory, at 4 workers the two were even
+ * (23.8, 23.4), at 8 the copy cost 25.3 against 32.2 (the same file's
+ * pages sent from 8 cores at once).  So unless the options say otherwise:
+ * below 4 workers bodies up to 64 KiB are held and those up to 16 KiB
+ * copied (one sendmsg with the head), from 4 on bodies up to 128 KiB are
+ * held and copied.
+ */
+void options_for_workers(struct zh_config *c, int nworkers)
+{
+	bool many = nworkers >= 4;
+
+	if (c->cache_small_max == ZH_BY_WORKERS)
+		c->cache_small_max = many ? 128u << 10 : 64u << 10;
+	if (c->cache_copy_max == ZH_BY_WORKERS)
+		c->cache_copy_max = many ? 128u << 10 : 16u << 10;
 }
 
 void options_free(struct options *o)

@@ -38,6 +38,9 @@ const char *options_keep(struct options *o, const char *s);
  * a file (`where` NULL: the option being parsed; else "FILE:LINE"). */
 void options_error(const struct options *o, const char *where,
 		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Settings whose default depends on the number of workers (the cache's
+ * --cache-small-max and --cache-copy-max: ZH_BY_WORKERS until then). */
+void options_for_workers(struct zh_config *c, int nworkers);
 /* Free the strings options_parse copied (o's pointers become invalid). */
 void options_free(struct options *o);
 

@@ -31,6 +31,7 @@
 #define ZCHTTPD_MAX_WORKERS 64
 #define ZH_PATH_MAX 4096		/* a normalized request path */
 #define ZH_MAX_SITES 64			/* virtual hosts (status counters) */
+#define ZH_BY_WORKERS UINT64_MAX	/* a default set by the worker count */
 
 /* One site (virtual host, vhost.h): the command line's --root, and each
  * `server { }` block of the configuration file. */
@@ -79,7 +80,9 @@ struct zh_config {
 	unsigned cache_entries;		/* files it describes at most */
 	unsigned cache_ttl_ms;		/* revalidate entries older than this */
 	uint64_t cache_small_max;	/* bodies up to this live in memory */
-	uint64_t cache_copy_max;	/* ... and up to this leave by copy */
+	uint64_t cache_copy_max;	/* ... and up to this leave by copy
+					 * (both ZH_BY_WORKERS until
+					 * options_for_workers) */
 	const struct gds_policy *cache_policy;	/* replacement (gds.h) */
 	bool cache_owns_pages;		/* --page-cache policy (cache.c) */
 	bool precompressed;		/* serve FILE.br / FILE.gz (static.c) */

@@ -22,7 +22,10 @@
 # Settings (environment): WORKERS ("1 4 8"), SIZES ("1k 100k"), SERVERS
 # ("zchttpd nginx h2o floor"; zchttpd-copy and zchttpd-sendfile are
 # zchttpd sending hot bodies up to 128 KiB by copy or by sendfile),
-# RUNS (2), DURATION (3, s), WARMUP (1, s),
+# RUNS (2), DURATION (3, s), WARMUP (1, s), SERVER_CPU (a CPU quota
+# per server core, e.g. 0.5, as zcbench's --server-cpu: so that wrk on the
+# other half of the machine can keep 8 workers busy; default none: each
+# server may use all of its W cores),
 # CONNECTIONS (256), CLIENT_CPUS (default: every core above the largest
 # worker count), THREADS (default: one per client core, at most 8), OUT
 # (default: ./results-DATE).
@@ -55,11 +58,24 @@ RUNS=${RUNS:-2}
 DURATION=${DURATION:-3}
 WARMUP=${WARMUP:-1}
 CONNECTIONS=${CONNECTIONS:-256}
+SERVER_CPU=${SERVER_CPU:-}
+
 OUT=${OUT:-$PWD/results-$(date +%Y%m%d-%H%M%S)}
 PORT=${PORT:-20080}
 CLIENT_BOUND_PCT=80
 
 die() { echo "run.sh: $*" >&2; exit 1; }
+
+# SERVER_CPU as a percentage of one core, in bash alone ("0.5" -> 50).
+cpu_pct() {
+	local i=${1%%.*} f=
+	[[ $1 == *.* ]] && f=${1#*.}
+	f=${f}00
+	[[ $1 =~ ^[0-9]*\.?[0-9]*$ && -n $1 ]] || die "SERVER_CPU=$1: not a number"
+	echo $(( 10#${i:-0} * 100 + 10#${f:0:2} ))
+}
+CPU_PCT=100
+if [ -n "$SERVER_CPU" ]; then CPU_PCT=$(cpu_pct "$SERVER_CPU") || exit 1; fi
 
 # A bundled program through the bundled loader.
 bundled() {
@@ -149,6 +165,35 @@ elif [ -d /sys/fs/cgroup/cpuacct ] && [ -w /sys/fs/cgroup/cpuacct ]; then
 	CG_BASE=/sys/fs/cgroup/cpuacct
 fi
 
+# SERVER_CPU x workers of CPU per 100 ms period for the server: v2 its
+# group's cpu.max; v1 a group of its own in the cpu hierarchy (QUOTA_CG,
+# the same as the accounting one where cpu and cpuacct are mounted
+# together), which the server joins too.
+QUOTA_CG=
+set_quota() {	# accounting-cgroup workers
+	local period=100000 quota=$(( CPU_PCT * $2 * 1000 ))
+	case $CG_KIND in
+	v2)
+		QUOTA_CG=$1
+		grep -qw cpu "$CG_BASE/cgroup.subtree_control" ||
+			echo +cpu > "$CG_BASE/cgroup.subtree_control" ||
+			die "cannot enable the cpu controller for SERVER_CPU"
+		echo "$quota $period" > "$1/cpu.max" || die "cannot set $1/cpu.max" ;;
+	v1)
+		QUOTA_CG=$1
+		if [ ! -e "$1/cpu.cfs_quota_us" ]; then
+			QUOTA_CG=/sys/fs/cgroup/cpu/${1##*/}
+			mkdir "$QUOTA_CG" || die "SERVER_CPU: cannot make $QUOTA_CG"
+		fi
+		echo $period > "$QUOTA_CG/cpu.cfs_period_us"
+		echo "$quota" > "$QUOTA_CG/cpu.cfs_quota_us" ||
+			die "cannot set $QUOTA_CG/cpu.cfs_quota_us" ;;
+	esac
+}
+
+[ -n "$SERVER_CPU" ] && [ "$CG_KIND" = proc ] &&
+	die "SERVER_CPU needs a writable cgroup file system (root)"
+
 # The server's CPU time so far, in microseconds.
 server_cpu_us() {
 	local grp=$1 cg=$2 line total=0 f
@@ -233,9 +278,12 @@ start_server() {	# name workers port
 	if [ "$CG_KIND" != proc ]; then
 		SRV_CG=$CG_BASE/zcmanycore-$$-$name-$w
 		mkdir "$SRV_CG" || die "cannot make cgroup $SRV_CG"
+		[ -n "$SERVER_CPU" ] && set_quota "$SRV_CG" "$w"
 	fi
 	(
 		[ -n "$SRV_CG" ] && echo "$BASHPID" > "$SRV_CG/cgroup.procs"
+		[ -n "$QUOTA_CG" ] && [ "$QUOTA_CG" != "$SRV_CG" ] &&
+			echo "$BASHPID" > "$QUOTA_CG/cgroup.procs"
 		exec "$LOADER" --library-path "$LIB" "$HERE/bin/taskset" -c "$(server_cpus "$w")" \
 			"$LOADER" --library-path "$LIB" "$HERE/bin/${argv[0]}" "${argv[@]:1}"
 	) > "$dir/stderr.log" 2>&1 < /dev/null &
@@ -263,6 +311,8 @@ stop_server() {
 	{ wait "$SRV_PID"; } 2>/dev/null	# the braces also take the job's "Terminated" notice
 	if [ -n "$SRV_CG" ]; then
 		for (( i = 0; i < 50; i++ )); do rmdir "$SRV_CG" 2>/dev/null && break; sleep 0.1; done
+		[ -n "$QUOTA_CG" ] && [ "$QUOTA_CG" != "$SRV_CG" ] && rmdir "$QUOTA_CG" 2>/dev/null
+		QUOTA_CG=
 	fi
 	SRV_PID=
 	SRV_CG=
@@ -323,7 +373,7 @@ measure() {		# port size seconds
 # -- the matrix ------------------------------------------------------------------------
 echo "zcmanycore: $NCPU cores; workers $WORKERS; sizes $SIZES; servers $SERVERS; $RUNS run(s) of" \
      "${DURATION} s (+${WARMUP} s warm-up); wrk -t$THREADS -c$CONNECTIONS on CPUs $CLIENT_CPUS;" \
-     "CPU time from $CG_KIND; results in $OUT" >&2
+     "CPU time from $CG_KIND; ${SERVER_CPU:+a quota of $SERVER_CPU CPU per server core; }results in $OUT" >&2
 {
 	echo "# zcmanycore $(date -u +%Y-%m-%dT%H:%M:%SZ) on $NCPU cores, kernel $(uname -r)"
 	echo "# wrk -t$THREADS -c$CONNECTIONS on CPUs $CLIENT_CPUS, ${DURATION} s per point; CPU time from $CG_KIND"
@@ -452,11 +502,11 @@ ratio() {		# a/b as x.xx
 	idle=0
 	while IFS=$'\t' read -r -a f; do
 		(( cb += f[9] ))
-		(( f[9] == 0 && f[7] < 90 * f[1] )) && (( idle += 1 ))
+		(( f[9] == 0 && f[7] < 90 * f[1] * CPU_PCT / 100 )) && (( idle += 1 ))
 	done < <(points)
 	echo
 	echo "Client-bound points: $cb of $total (left out of the medians)." \
-	     "Points where neither side was the limit -- the server used under 90 % of its W cores" \
+	     "Points where neither side was the limit -- the server used under 90 % of its budget" \
 	     "and wrk under ${CLIENT_BOUND_PCT} % of its own (other work on the machine, or too few" \
 	     "connections): $idle of $total."
 } | tee "$OUT/results.md"
