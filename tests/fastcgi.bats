@@ -387,14 +387,31 @@ PY
 	[ "$by_ref" -gt 4000000 ]
 }
 
+# POST the upload to zcecho (extra curl options first) and set `output` to
+# its answer.  What came back is printed, which bats shows only when an
+# assertion fails: curl's exit status, the HTTP status, the answer's length
+# and time, its head, and the end of the server's log.
+echo_upload() { # curl options...
+	local got rc
+	got=$(curl -s -o "$BATS_TEST_TMPDIR/answer" \
+		-w 'status %{http_code}, %{size_download} bytes in %{time_total} s' \
+		"$@" --data-binary @"$BATS_TEST_TMPDIR/up" "$URL/echo")
+	rc=$?
+	echo "upload $*: curl exit $rc, $got; the answer begins:"
+	head -c 512 "$BATS_TEST_TMPDIR/answer" | cat -v
+	echo "--- the server's log ends:"
+	tail -n 20 "$BATS_TEST_TMPDIR/server.err"
+	output=$(cat "$BATS_TEST_TMPDIR/answer")
+}
+
 @test "zero-copy transport: a 100 MiB upload, its SHA-256 computed by the app" {
 	zc_apps --max-body 200m
 	head -c 104857600 /dev/urandom > "$BATS_TEST_TMPDIR/up"
 	want=$(sha256sum < "$BATS_TEST_TMPDIR/up" | cut -d' ' -f1)
-	run curl -s --data-binary @"$BATS_TEST_TMPDIR/up" "$URL/echo"
+	echo_upload
 	[[ "$output" == *"length 104857600"* ]]
 	[[ "$output" == *"sha256 $want"* ]]
-	run curl -s -H 'Transfer-Encoding: chunked' --data-binary @"$BATS_TEST_TMPDIR/up" "$URL/echo"
+	echo_upload -H 'Transfer-Encoding: chunked'
 	[[ "$output" == *"sha256 $want"* ]]
 }
 
