@@ -300,6 +300,31 @@ PY
 	[ ! -e "$dir" ]		# cleaned up
 }
 
+# Is this process still running (not gone, not a zombie)?
+running() { # pid
+	local state
+	state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$state" ] && [ "$state" != Z ]
+}
+
+@test "a master killed with SIGKILL: its workers and applications stop, the port is free" {
+	probe
+	kids=$(pgrep -P "$PID")
+	[ "$(echo "$kids" | wc -l)" -eq 4 ]	# two workers, two probes
+	dir=$(sed -n 's|^zchttpd: fastcgi .*: 2 processes on \(.*\)/[0-9]*-\*\.sock.*|\1|p' "$BATS_TEST_TMPDIR/server.err")
+	kill -KILL "$PID"
+	wait "$PID" 2>/dev/null || true
+	for _ in $(seq 100); do
+		left=$(for k in $kids; do if running "$k"; then echo "$k"; fi; done)
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	[ -z "$left" ] || { ps -o pid,stat,cmd -p $left; false; }
+	[ "$(code "$URL/")" = 000 ]	# nobody accepts on the port
+	# Only a master that stops removes the sockets' directory.
+	rm -rf "$dir"
+}
+
 @test "an application started on its own, on a UNIX socket and on TCP" {
 	sock="$BATS_TEST_TMPDIR/app.sock"
 	python3 - "$sock" "$PROBE" 3>&- <<'EOF' &
