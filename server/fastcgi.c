@@ -738,10 +738,14 @@ static void cl_record(struct fcgi_client *cl, const struct fcgi_header *h,
 static void cl_failed(struct fcgi_client *cl, int status)
 {
 	struct fcgi_req *f = of_client(cl);
+	const char *body = f->stdin_ended ? "queued whole" :
+			   f->params_sent ? "queued in part" : "not queued";
 
 	f->link = NULL;
-	zh_log(ZL_ERROR, "fastcgi %s: %s", f->rt->spec,
-		status == 504 ? "timed out" : "connection failed or broken");
+	zh_log(ZL_ERROR, "fastcgi %s: %s (request body %s, response %s)",
+		f->rt->spec,
+		status == 504 ? "timed out" : "connection failed or broken",
+		body, f->head_done ? "begun" : "not begun");
 	finish(f, f->head_done ? ZH_TRUNCATED : status);
 }
 

@@ -238,6 +238,12 @@ static void link_fail(struct fcgi_link *l, int status)
 		link_destroy(l, status);
 }
 
+static const char *const state_names[] = {
+	[L_CONNECTING] = "connecting", [L_HANDSHAKE] = "in the handshake",
+	[L_IDLE] = "idle", [L_ACTIVE] = "serving a request",
+	[L_DRAINING] = "draining an aborted request",
+};
+
 static void on_link_timeout(struct ev_loop *loop, struct ev_timer *t)
 {
 	struct fcgi_link *l = link_of_timer(t);
@@ -247,6 +253,11 @@ static void on_link_timeout(struct ev_loop *loop, struct ev_timer *t)
 		link_free(l);
 		return;
 	}
+	/* Where it stood, for whoever reads the 504 in the log. */
+	zh_log(ZL_ERROR, "fastcgi %s: no progress within --fastcgi-timeout, "
+		"%s: %zu bytes to send, %zu received, %s", l->up->route->spec,
+		state_names[l->state], zc_agg_len(l->tx), zc_agg_len(l->rx),
+		l->eof ? "the application closed" : "the application silent");
 	l->busy++;
 	link_fail(l, 504);
 	l->busy--;
