@@ -3,6 +3,13 @@
 # application (tests/fastcgi/fcgi_probe.c, Debian's libfcgi) started by
 # --fastcgi-spawn or on its own, curl and raw requests.
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 load helpers/server
 
 setup_file() {

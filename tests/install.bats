@@ -3,6 +3,13 @@
 # warning, and naming every option --help lists) and the systemd unit
 # (verified by systemd-analyze where systemd is installed).
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 setup() {
 	DEST="$BATS_TEST_TMPDIR/dest"
 	meson install -C "$BATS_TEST_DIRNAME/../build" --destdir "$DEST" --no-rebuild >/dev/null

@@ -22,6 +22,13 @@
 # (apache_check.py) and the Python test-suite comparison (python_suite.py);
 # the stats file is read by bench/zcbench_lib/preload_stats.py.
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 setup_file() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 	export ROOT
