@@ -17,8 +17,7 @@
  *              are mutable and cheap: every operation is pointer work.
  *   container  Container Shipping's unit of move semantics (cs_* below).
  *   channel    two processes joined by a UNIX socket plus shared pools:
- *              transfers carry descriptors, never bytes.  A multiway
- *              channel joins one writer to many readers.
+ *              transfers carry descriptors, never bytes.
  *
  * Conventions:
  *   - Every function that can fail returns a negative errno value; nothing
@@ -327,10 +326,23 @@ int zc_channel_pair(zc_channel **a, zc_channel **b);
  * that has said it waits: call zc_channel_recv until it returns -EAGAIN,
  * then poll for POLLIN (polling before ever receiving can sleep forever). */
 int zc_channel_fd(const zc_channel *ch);
-/* Send an aggregate as descriptors: buffers are lent to the peer until it
- * releases them; file slices send the file descriptor once, then extents.
- * The aggregate is left unchanged. */
+/* Send an aggregate as one message of descriptors: buffers are lent to
+ * the peer until it releases them; file slices send the file descriptor
+ * once, then extents.  The aggregate is left unchanged.  A message of any
+ * number of slices goes: one longer than the channel's ring (256 slices)
+ * streams through it as the peer reads, and arrives whole.  A blocking
+ * channel waits for room; a non-blocking one takes the whole message or
+ * nothing (-EAGAIN: poll zc_channel_fd for POLLIN, then send again) --
+ * and of a message longer than the ring, the rest follows in later calls
+ * on the channel (send, recv, zc_channel_flush), each new send saying
+ * -EAGAIN until it has gone. */
 int zc_channel_send(zc_channel *ch, const zc_agg *agg);
+/* Move on the rest of a long message a non-blocking send took: 0 when
+ * nothing is left to send, -EAGAIN while something is (poll for POLLIN
+ * and call again), another negative errno if the channel broke.  Call it
+ * until 0 before closing: a channel closed with a rest drops the message.
+ * Always 0 on a blocking channel. */
+int zc_channel_flush(zc_channel *ch);
 /* Receive one message: *out is a new aggregate of read-only buffers (and
  * file extents).  -EAGAIN if none is waiting and the channel is
  * non-blocking, -EPIPE once the peer is gone. */
@@ -343,42 +355,6 @@ int zc_channel_set_nonblock(zc_channel *ch, int on);
 void zc_channel_close(zc_channel *ch);
 /* The channel registered for fd, or NULL. */
 zc_channel *zc_channel_from_fd(int fd);
-
-/* ------------------------------------------------------ multiway channels */
-
-/* One writer, many readers (Streamline's multiway pipes).  Each reader is
- * an ordinary channel end (zc_channel_recv/peek), in any process; the
- * writer holds the other ends in a zc_mchannel.  Every reader sees every
- * message sent after it joined, in order; the buffers are shared read-only
- * and return to the writer's pool when the last reader released them. */
-typedef struct zc_mchannel zc_mchannel;
-
-/* An empty multiway channel (blocking). */
-int zc_mchannel_create(zc_mchannel **out);
-/* Make an open channel end a reader; the multiway channel owns it from
- * then on (do not use or close it yourself).  A late joiner starts at the
- * current head: it receives the messages sent after this call, none
- * before.  -EAGAIN while a zc_channel_open_nb end has not completed its
- * handshake. */
-int zc_mchannel_add(zc_mchannel *m, zc_channel *ch);
-/* Send agg to every live reader, or to none.  The slowest live reader
- * bounds the writer: when it is a channel window (1 MiB or 256 slices) of
- * unread messages behind, a blocking send waits (-EINTR on a signal) and
- * a non-blocking one returns -EAGAIN; either way nothing was sent to
- * anybody.  Readers that closed their end or whose process died are
- * dropped (what they held is released) and the rest still get the
- * message; -EPIPE when no reader is left.  agg is left unchanged. */
-int zc_mchannel_send(zc_mchannel *m, const zc_agg *agg);
-/* Look at every reader now: drop those that closed or died, collect the
- * buffers readers released.  Returns the number of live readers. */
-int zc_mchannel_readers(zc_mchannel *m);
-/* A descriptor to poll for POLLIN after zc_mchannel_send said -EAGAIN:
- * readable when a reader made room (or left). */
-int zc_mchannel_fd(const zc_mchannel *m);
-int zc_mchannel_set_nonblock(zc_mchannel *m, int on);
-/* Close every reader's end (each lingers until its reader has released
- * what it holds) and free m.  Accepts NULL. */
-void zc_mchannel_close(zc_mchannel *m);
 
 /* ------------------------------------------------------ Container Shipping */
 

@@ -24,11 +24,9 @@
  *   channel_hello.c     the handshake: ring regions created, checked, mapped
  *   channel_wait.c      sleeping and waking without lost wakeups
  *   channel.c           life cycle: open, pair, close, free, reaping
- *   channel_send.c      zc_channel_send
+ *   channel_send.c      zc_channel_send, zc_channel_flush
  *   channel_recv.c      zc_channel_recv and zc_channel_peek, and the
  *                       RETURN a received buffer sends when it is released
- *   channel_multi.c     multiway channels: one writer, many readers, each
- *                       reader an ordinary channel of the writer's
  *
  * Cross-file functions are zc_ch_*; everything else is static to its file.
  * channel.h is the part other modules (cs.c) use.
@@ -95,7 +93,12 @@ struct zc_channel {
 	uint64_t tx_seen;	/* peer head we last accounted for */
 	uint64_t tx_inring;	/* bytes published and not yet consumed */
 	uint64_t tx_want;	/* bytes of the message waiting to go */
+	size_t tx_need;		/* slots it needs (a blocking wait) */
 	uint64_t *tx_bytes;	/* bytes per data slot (tx_inring upkeep) */
+	zc_agg *tx_rest;	/* a message longer than the ring: its slices,
+				 * from tx_rest_next on still to go */
+	size_t tx_rest_next;
+	uint64_t tx_msg_start;	/* slot of its first descriptor */
 
 	/* channel_recv.c (channel.c releases rx_agg and rx_peeked at the
 	 * end) */
@@ -274,10 +277,8 @@ void zc_ch_reap_maybe(void);
 
 /* ----------------------------------------------------- channel_send.c */
 
-/* 0 once a message of agg's size fits (blocking: waits; non-blocking:
- * -EAGAIN); nothing is sent.  Room only grows after that. */
-int zc_ch_send_room(zc_channel *ch, const zc_agg *agg);
-/* Send agg (no borrowed slices) after zc_ch_send_room said 0. */
-int zc_ch_send_fitted(zc_channel *ch, const zc_agg *agg);
+/* Move on the rest of a message longer than the ring: 0 when none is
+ * left, -EAGAIN (non-blocking) while some is, or a negative errno. */
+int zc_ch_push_rest(zc_channel *ch);
 
 #endif /* ZC_CHANNEL_INT_H */

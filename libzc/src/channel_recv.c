@@ -166,6 +166,10 @@ int zc_channel_recv(zc_channel *ch, zc_agg **out)
 	zc_ch_claim(ch);
 	if ((r = atomic_load(&ch->broken)))
 		return r;
+	/* The rest of a long message we sent moves on while we wait for
+	 * an answer (which the peer may only give once it has it all). */
+	if (ch->tx_rest && (r = zc_ch_push_rest(ch)) && r != -EAGAIN)
+		return r;
 	zc_ch_flush_returns(ch);
 	if ((r = zc_ch_drain_returns(ch)) < 0)
 		return r;
