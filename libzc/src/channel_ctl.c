@@ -242,6 +242,59 @@ int zc_ch_drain_sock(zc_channel *ch)
 	return drain(ch, true);
 }
 
+/* A drain's error, handled as drain() handles it. */
+static int drain_error(zc_channel *ch, int r)
+{
+	if (r == -EPIPE) {
+		zc_ch_peer_gone(ch);
+		return r;
+	}
+	if (r == -EINTR)
+		return r;
+	return zc_ch_broke(ch, r == -ENOMEM ? r : -EPROTO);
+}
+
+int zc_ch_peek_bells(zc_channel *ch)
+{
+	unsigned char b[64];
+	ssize_t n, k;
+	int r;
+
+	for (;;) {
+		do
+			n = recv(ch->sock, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		for (k = 0; k < n && b[k] == ZC_CH_MSG_DOORBELL; k++)
+			;
+		if (k > 0)
+			return (int)k;
+		/* A control message first (or EOF, an error): handled. */
+		r = handle_msg(ch);
+		if (r < 0)
+			return drain_error(ch, r);
+		if (r == 0)
+			return 0;
+	}
+}
+
+int zc_ch_take_bells(zc_channel *ch, int n)
+{
+	unsigned char b[64];
+	ssize_t got;
+
+	if (n <= 0)
+		return 0;
+	do
+		got = recv(ch->sock, b, (size_t)n, MSG_DONTWAIT);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return drain_error(ch, errno == ECONNRESET ? -EPIPE : -errno);
+	/* We are the socket's only reader: they are still there. */
+	return got == n ? 0 : zc_ch_broke(ch, -EPROTO);
+}
+
 /* ------------------------------------------ what the peer shared with us */
 
 /* Lookups by pool id and by file token: the entry, or NULL. */

@@ -86,6 +86,15 @@ struct zc_channel {
 	struct zc_ring tx;	/* ours: we produce */
 	struct zc_ring rx;	/* the peer's: we consume */
 
+	/* channel_wait.c: what a non-blocking caller was told -EAGAIN for and
+	 * has not had since (set and cleared by channel_send.c and
+	 * channel_recv.c): its doorbells are not ours to take */
+	bool rx_waiting;	/* a recv: data */
+	bool tx_waiting;	/* a send: room for tx_wait_need slots and
+				 * tx_wait_bytes bytes */
+	size_t tx_wait_need;
+	uint64_t tx_wait_bytes;
+
 	/* channel_send.c (tx_bytes is allocated and freed by channel.c) */
 	unsigned sends;		/* for the occasional socket check */
 	uint64_t tx_tail;	/* next data slot we fill */
@@ -192,6 +201,14 @@ static inline uint64_t zc_ch_now_ns(void)
 /* 1 ready, 0 not yet, <0 error (what zc_ch_wait waits for). */
 typedef int (*zc_ch_ready_fn)(zc_channel *ch);
 
+/* Is there something for recv: a published descriptor not yet taken, or
+ * the news that the peer is gone? */
+static inline int zc_ch_data_ready(zc_channel *ch)
+{
+	return zc_ld_acq(&ch->rx.shm->data_tail.v) != ch->rx_head ||
+	       ch->peer_closed || atomic_load(&ch->peer_gone);
+}
+
 /* ------------------------------------------------- channel_registry.c */
 
 /* fd -> channel: set the slot to ch if it holds expect (-EBUSY if not). */
@@ -235,6 +252,12 @@ int zc_ch_peek_type(int sock);
  * read; see drain() for when it stops early): 0, -EPIPE once the peer is
  * gone, or the channel's (now sticky) error. */
 int zc_ch_drain_sock(zc_channel *ch);
+/* The doorbells at the head of the socket, counted, not taken (control
+ * messages before them are handled): how many, or a negative errno as
+ * zc_ch_drain_sock's. */
+int zc_ch_peek_bells(zc_channel *ch);
+/* Take n doorbells zc_ch_peek_bells counted. */
+int zc_ch_take_bells(zc_channel *ch, int n);
 /* Share a pool / a file with the peer, once (ordering rule: before any
  * descriptor names it). */
 int zc_ch_share_pool(zc_channel *ch, zc_pool *pool);
@@ -268,6 +291,11 @@ int zc_ch_prepare_sleep(zc_channel *ch, zc_ch_ready_fn ready, unsigned want);
 /* Block until ready() holds: 0, or <0 (-EINTR with intr on a signal). */
 int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
 	       unsigned want);
+/* A non-blocking send (own ZC_RING_WANT_ROOM; room_ready says whether
+ * the room it waits for is there) or recv (ZC_RING_WANT_DATA) about to say
+ * -EAGAIN: 1 if what it waits for is there after all, 0 to say -EAGAIN
+ * (the peer rings when it changes), or a negative errno. */
+int zc_ch_nb_wait(zc_channel *ch, unsigned own, zc_ch_ready_fn room_ready);
 
 /* ---------------------------------------------------------- channel.c */
 
@@ -280,5 +308,8 @@ void zc_ch_reap_maybe(void);
 /* Move on the rest of a message longer than the ring: 0 when none is
  * left, -EAGAIN (non-blocking) while some is, or a negative errno. */
 int zc_ch_push_rest(zc_channel *ch);
+/* Is the room a non-blocking send was told -EAGAIN for there now?  (For
+ * zc_ch_nb_wait.) */
+int zc_ch_room_ready(zc_channel *ch);
 
 #endif /* ZC_CHANNEL_INT_H */

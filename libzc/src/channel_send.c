@@ -67,17 +67,17 @@ static int64_t tx_space(zc_channel *ch)
 	return (int64_t)(ch->tx.data_cap - (ch->tx_tail - head));
 }
 
-/* Does a message of `need` slots and ch->tx_want bytes fit now?  Bytes
- * count against the window unless the ring is empty, so one message of
- * any size can always go. */
-static int tx_fits(zc_channel *ch, size_t need)
+/* Does a message of `need` slots and `bytes` bytes fit now?  Bytes count
+ * against the window unless the ring is empty, so one message of any
+ * size can always go. */
+static int tx_fits(zc_channel *ch, size_t need, uint64_t bytes)
 {
 	int64_t space = tx_space(ch);
 
 	if (space < 0)
 		return (int)space;
 	return (size_t)space >= need &&
-	       (ch->tx_inring == 0 || ch->tx_inring + ch->tx_want <= window);
+	       (ch->tx_inring == 0 || ch->tx_inring + bytes <= window);
 }
 
 static int tx_check(zc_channel *ch)
@@ -97,7 +97,15 @@ static int tx_msg_ready(zc_channel *ch)
 {
 	int r = tx_check(ch);
 
-	return r ? r : tx_fits(ch, ch->tx_need);
+	return r ? r : tx_fits(ch, ch->tx_need, ch->tx_want);
+}
+
+/* Room for what a non-blocking send was told -EAGAIN for. */
+int zc_ch_room_ready(zc_channel *ch)
+{
+	int r = tx_check(ch);
+
+	return r ? r : tx_fits(ch, ch->tx_wait_need, ch->tx_wait_bytes);
 }
 
 static int check_usable(zc_channel *ch)
@@ -112,25 +120,25 @@ static int check_usable(zc_channel *ch)
 }
 
 /*
- * Non-blocking send: all of a message or nothing, so it needs `need` free
- * slots now.  Otherwise -EAGAIN with our sleeping flag left set: the reader
- * rings when it makes room, and the program sees POLLIN on the channel fd.
+ * Non-blocking: room for `need` slots and `bytes` bytes now, or -EAGAIN
+ * with the wait announced (zc_ch_nb_wait): the reader rings when it makes
+ * room, and the program sees POLLIN on the channel fd.
  */
-static int room_nonblock(zc_channel *ch, size_t need)
+static int room_nonblock(zc_channel *ch, size_t need, uint64_t bytes)
 {
-	int err;
+	int err = tx_fits(ch, need, bytes);
 
-	if ((err = tx_fits(ch, need)))
-		return err < 0 ? err : 0;
-	if ((err = zc_ch_drain_sock(ch)) < 0)
+	if (err == 0) {
+		ch->tx_wait_need = need;
+		ch->tx_wait_bytes = bytes;
+		err = zc_ch_nb_wait(ch, ZC_RING_WANT_ROOM, zc_ch_room_ready);
+		if (err == 0)
+			return check_usable(ch) ?: -EAGAIN;
+	}
+	if (err < 0)
 		return err;
-	atomic_fetch_or(&ch->tx.shm->sleeping.v, ZC_RING_WANT_ROOM);
-	if ((err = tx_fits(ch, need)) == 0)
-		return check_usable(ch) ?: -EAGAIN;
-	atomic_fetch_and_explicit(&ch->tx.shm->sleeping.v,
-				  ~(uint64_t)ZC_RING_WANT_ROOM,
-				  memory_order_relaxed);
-	return err < 0 ? err : 0;
+	ch->tx_waiting = false;
+	return 0;
 }
 
 /* ----------------------------------------------------------- descriptors */
@@ -230,7 +238,7 @@ static int tx_next_ready(zc_channel *ch)
 {
 	int r = tx_check(ch);
 
-	return r ? r : tx_fits(ch, 1);
+	return r ? r : tx_fits(ch, 1, ch->tx_want);
 }
 
 /* Put descriptors of agg's slices [*next, n) on the ring while there is
@@ -247,8 +255,8 @@ static int put_slices(zc_channel *ch, const zc_agg *agg, size_t *next,
 		int err;
 
 		if (!all_fit) {
-			ch->tx_want = s->len;
-			if ((err = tx_fits(ch, 1)) <= 0)
+			ch->tx_want = s->len;	/* what tx_next_ready waits for */
+			if ((err = tx_fits(ch, 1, s->len)) <= 0)
 				return err;
 		}
 		err = make_entry(ch, s, &e);
@@ -295,17 +303,13 @@ int zc_ch_push_rest(zc_channel *ch)
 		if (ch->tx_rest_next == ch->tx_rest->n) {
 			zc_agg_release(ch->tx_rest);
 			ch->tx_rest = NULL;
+			ch->tx_waiting = false;
 			break;
 		}
 		/* No room for the next descriptor: wait, or say so. */
 		if (ch->nonblock) {
-			err = zc_ch_drain_sock(ch);
-			if (err == 0)
-				err = zc_ch_prepare_sleep(ch, tx_next_ready,
-							  ZC_RING_WANT_ROOM);
-			if (err == 0)
-				return check_usable(ch) ?: -EAGAIN;
-			if (err < 0)
+			err = room_nonblock(ch, 1, ch->tx_want);
+			if (err)
 				return err;
 			continue;	/* room appeared meanwhile */
 		}
@@ -337,7 +341,12 @@ static int send_room(zc_channel *ch, const zc_agg *agg)
 	/* Now and then look at the socket even when nothing waits: this is
 	 * how a sender that never blocks learns that its peer died. */
 	if (++ch->sends % 64 == 0) {
-		zc_ch_drain_sock(ch);
+		/* Doorbells only when no caller waits for one (channel_wait.c,
+		 * zc_ch_nb_wait); control messages and EOF either way. */
+		if (ch->rx_waiting || ch->tx_waiting)
+			zc_ch_peek_bells(ch);
+		else
+			zc_ch_drain_sock(ch);
 		zc_ch_reap_maybe();
 	}
 	if ((err = check_usable(ch)))
@@ -353,8 +362,8 @@ static int send_room(zc_channel *ch, const zc_agg *agg)
 		need = ch->tx.data_cap;
 	}
 	if (ch->nonblock)
-		return room_nonblock(ch, need);
-	if ((err = tx_fits(ch, need)) != 0)
+		return room_nonblock(ch, need, ch->tx_want);
+	if ((err = tx_fits(ch, need, ch->tx_want)) != 0)
 		return err < 0 ? err : 0;
 	ch->tx_need = need;
 	return zc_ch_wait(ch, tx_msg_ready, true, ZC_RING_WANT_ROOM);
@@ -417,8 +426,10 @@ int zc_channel_flush(zc_channel *ch)
 		return -EINVAL;
 	if (ch->closed)
 		return -EBADF;
-	if (!ch->tx_rest)
+	if (!ch->tx_rest) {
+		ch->tx_waiting = false;	/* nothing of the caller's waits */
 		return 0;
+	}
 	zc_ch_claim(ch);
 	zc_ch_drain_returns(ch);
 	return zc_ch_push_rest(ch);

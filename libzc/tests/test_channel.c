@@ -488,6 +488,88 @@ static void test_nonblock_send_full(void **state)
 	zc_pool_destroy(pool);
 }
 
+/*
+ * An event loop that waits for room and for data on one channel: its send
+ * said -EAGAIN (ring full), then its recv says -EAGAIN (nothing for it).
+ * A doorbell one of them needs must not be taken by the other, or the
+ * loop sleeps with the channel ready: tests/fastcgi.bats's 100 MiB upload
+ * once waited 60 s for a 504 so -- zchttpd's link had its send refused,
+ * the application made room and rang, and the link's recv drained that
+ * bell before it went to sleep.
+ */
+static void fill_ring(zc_channel *a, zc_agg *agg)
+{
+	int err;
+
+	while ((err = zc_channel_send(a, agg)) == 0)
+		;
+	assert_int_equal(err, -EAGAIN);
+}
+
+/* The reader made room after the writer's send said -EAGAIN; the writer's
+ * recv then finds no data: its descriptor must stay readable. */
+static void test_nonblock_room_bell_survives_recv(void **state)
+{
+	zc_channel *a, *b;
+	zc_pool *pool;
+	zc_agg *agg, *got;
+
+	(void)state;
+	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
+	assert_int_equal(zc_channel_pair(&a, &b), 0);
+	assert_int_equal(zc_channel_set_nonblock(a, 1), 0);
+	agg = one_buf_agg(pool, 4 * KiB, 3);
+	fill_ring(a, agg);
+	assert_int_equal(zc_channel_recv(b, &got), 0);	/* room, a bell */
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
+	assert_true(readable(zc_channel_fd(a), 1000));
+	assert_int_equal(zc_channel_send(a, agg), 0);
+	/* Both waits satisfied and the bell handled: quiet again. */
+	fill_ring(a, agg);
+	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
+	assert_false(readable(zc_channel_fd(a), 0));
+	zc_agg_release(agg);
+	zc_channel_close(a);
+	zc_channel_close(b);
+	zc_channel_reclaim(0);
+	assert_int_equal(in_use(pool), 0);
+	zc_pool_destroy(pool);
+}
+
+/* The peer sent data after the writer's recv said -EAGAIN; the writer's
+ * next send still finds no room: its descriptor must stay readable, and
+ * the data is there. */
+static void test_nonblock_data_bell_survives_send(void **state)
+{
+	zc_channel *a, *b;
+	zc_pool *pool;
+	zc_agg *agg, *reply, *got;
+
+	(void)state;
+	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
+	assert_int_equal(zc_channel_pair(&a, &b), 0);
+	assert_int_equal(zc_channel_set_nonblock(a, 1), 0);
+	assert_int_equal(zc_channel_set_nonblock(b, 1), 0);
+	agg = one_buf_agg(pool, 4 * KiB, 4);
+	reply = one_buf_agg(pool, 4 * KiB, 6);
+	fill_ring(a, agg);
+	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
+	assert_int_equal(zc_channel_send(b, reply), 0);	/* data, a bell */
+	assert_int_equal(zc_channel_send(a, agg), -EAGAIN);
+	assert_true(readable(zc_channel_fd(a), 1000));
+	assert_int_equal(zc_channel_recv(a, &got), 0);
+	check_agg(got, 4 * KiB, 6);
+	zc_agg_release(got);
+	zc_agg_release(reply);
+	zc_agg_release(agg);
+	zc_channel_close(a);
+	zc_channel_close(b);
+	zc_channel_reclaim(0);
+	assert_int_equal(in_use(pool), 0);
+	zc_pool_destroy(pool);
+}
+
 /* --------------------------------------------- longer than the ring */
 
 struct bigrecv {
@@ -1445,6 +1527,8 @@ int main(void)
 		cmocka_unit_test(test_read_data_on_channel),
 		cmocka_unit_test(test_nonblock_recv),
 		cmocka_unit_test(test_nonblock_send_full),
+		cmocka_unit_test(test_nonblock_room_bell_survives_recv),
+		cmocka_unit_test(test_nonblock_data_bell_survives_send),
 		cmocka_unit_test(test_message_longer_than_ring),
 		cmocka_unit_test(test_nonblock_message_longer_than_ring),
 		cmocka_unit_test(test_nonblock_long_message_then_recv),
