@@ -75,6 +75,19 @@ probe() { # extra options...
 	[[ "$output" == *$'\r\n\r\n01234' ]]
 }
 
+# A head larger than the room the connection keeps for response heads
+# (8 KiB) is built in a buffer of its own; nothing of it is lost.
+@test "an application's head of 90 fields (12 KiB) arrives whole, status line and all" {
+	probe
+	run curl -s -i "$URL/probe?fields=90&status=203&size=5&len"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "HTTP/1.1 203 Probe"$'\r\n'* ]]
+	[ "$(printf '%s' "$output" | grep -c '^X-Probe-[0-9]*: abc[a-zA-Z]\{117\}'$'\r''$')" -eq 90 ]
+	[[ "$output" == *"X-Probe-89: "* ]]
+	[[ "$output" == *"Content-Length: 5"$'\r\n'* ]]
+	[[ "$output" == *$'\r\n\r\n01234' ]]
+}
+
 @test "HEAD gets the head only" {
 	probe
 	run bash -c "printf 'HEAD /probe?size=5000&len HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' | $RAW $PORT"
