@@ -31,6 +31,7 @@
 #include <fcgiapp.h>
 
 #include "zc.h"
+#include "zc_channel.h"
 #include "fcgi_batch.h"
 #include "fcgi_proto.h"
 

@@ -40,6 +40,7 @@
 #include "errlog.h"
 #include "fastcgi.h"
 #include "fcgi_upstream.h"
+#include "zc_channel.h"
 #include "zchttpd.h"
 
 #define READ_CHUNK (256u << 10)		/* one iol_read */

@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "zc.h"
+#include "zc_channel.h"
 #include "../src/internal.h"
 #include "../src/channel.h"
 #include "../src/channel_int.h"	/* the window: tx_inring */
