@@ -502,7 +502,7 @@ zc_pool *zcf_pool(void)
 __attribute__((destructor)) static void pool_fini(void)
 {
 	/* Buffers still lent keep the memory until they come back. */
-	zc_pool_destroy(out_pool);
+	zc_pool_release(out_pool);
 	out_pool = NULL;
 }
 

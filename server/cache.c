@@ -175,7 +175,7 @@ void cache_destroy(struct cache *c)
 	}
 	page_drop_clear(&c->drops);
 	gds_destroy(&c->gds);
-	zc_pool_destroy(c->pool);
+	zc_pool_release(c->pool);
 	free(c->buckets);
 	free(c);
 }

@@ -69,7 +69,7 @@ int zc_pool_create(size_t size, zc_pool **out);
 /* Drop the creator's reference: the pool goes away with the last buffer
  * allocated from it (and the last peer's import); until then its memory
  * stays mapped.  Accepts NULL. */
-void zc_pool_destroy(zc_pool *pool);
+void zc_pool_release(zc_pool *pool);
 
 /* The process-wide default pool, created on first use (thread-safe).
  * Never release it.  Returns NULL only if creation failed (errno set). */

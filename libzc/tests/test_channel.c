@@ -164,7 +164,7 @@ static void test_pair_roundtrip(void **state)
 
 	zc_channel_close(a);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* An empty aggregate is a message too. */
@@ -215,7 +215,7 @@ static void test_file_changed(void **state)
 	zc_channel_close(b);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* A steady stream reuses the same memory: nothing new is allocated. */
@@ -261,7 +261,7 @@ static void test_steady_stream(void **state)
 	assert_int_equal(in_use(pool), 0);
 	zc_channel_close(a);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* A receiver that gave the pages to its kernel says so; the owner then
@@ -295,7 +295,7 @@ static void test_kref_on_return(void **state)
 	assert_int_equal(st.bytes_in_use, 0);
 	zc_channel_close(a);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* A received buffer can be sent on over another channel; it comes home
@@ -330,7 +330,7 @@ static void test_forward(void **state)
 	zc_channel_close(b);
 	zc_channel_close(c);
 	zc_channel_close(d);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* iol_write / iol_read on a channel descriptor move descriptors. */
@@ -360,7 +360,7 @@ static void test_iol_on_channel(void **state)
 	assert_int_equal(in_use(pool), 0);
 	zc_channel_close(a);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* What iol_read got from a pipe (kernel buffers on the patched kernel with
@@ -451,7 +451,7 @@ static void test_nonblock_recv(void **state)
 	zc_channel_close(b);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* A full ring: -EAGAIN for the writer, POLLIN once the reader made room. */
@@ -485,7 +485,7 @@ static void test_nonblock_send_full(void **state)
 	zc_channel_close(b);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /*
@@ -534,7 +534,7 @@ static void test_nonblock_room_bell_survives_recv(void **state)
 	zc_channel_close(b);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* The peer sent data after the writer's recv said -EAGAIN; the writer's
@@ -567,7 +567,7 @@ static void test_nonblock_data_bell_survives_send(void **state)
 	zc_channel_close(b);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* --------------------------------------------- longer than the ring */
@@ -620,7 +620,7 @@ static void test_message_longer_than_ring(void **state)
 	assert_int_equal(in_use(pool), 0);
 	zc_channel_close(a);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* An aggregate of n distinct 4 KiB buffers (adjacent slices of one
@@ -709,7 +709,7 @@ static void test_nonblock_message_longer_than_ring(void **state)
 	zc_channel_close(b);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* A non-blocking writer that only receives after a long message still
@@ -744,7 +744,7 @@ static void test_nonblock_long_message_then_recv(void **state)
 	zc_channel_close(b);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* --------------------------------------------------- SOCK_STREAM */
@@ -814,7 +814,7 @@ static void test_stream_socket(void **state)
 	zc_channel_close(o.ch);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /*
@@ -860,7 +860,7 @@ static void test_doorbell_runs(void **state)
 			assert_int_equal(errno, EAGAIN);
 		}
 		zc_channel_reclaim(0);
-		zc_pool_destroy(fresh);
+		zc_pool_release(fresh);
 	}
 	zc_channel_close(a);
 	assert_int_equal(zc_channel_set_nonblock(o.ch, 0), 0);
@@ -868,7 +868,7 @@ static void test_doorbell_runs(void **state)
 	zc_channel_close(o.ch);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* zc_channel_open_nb: our half of the handshake goes out at once; the
@@ -936,7 +936,7 @@ static void test_open_nonblocking(void **state)
 	assert_int_equal(zc_channel_open_nb(-1, NULL), -EINVAL);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* Borrowed memory is never lent to the peer: it travels as copies, so
@@ -1098,7 +1098,7 @@ static void test_fork(void **state)
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
 	zc_channel_close(a);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* A peer killed with SIGKILL mid-stream: -EPIPE on both calls, and what
@@ -1148,7 +1148,7 @@ static void test_peer_killed(void **state)
 	assert_int_equal(st.bytes_in_use, 0);
 	assert_true(st.detaches >= 1);
 	zc_channel_close(a);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 	close(ready[0]);
 	close(ready[1]);
 }
@@ -1181,7 +1181,7 @@ static void test_close_while_lent(void **state)
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* ---------------------------------------------------- a raw peer */
@@ -1328,7 +1328,7 @@ static void test_raw_good(void **state)
 	}
 	zc_buf_release(buf);
 	raw_close(&r);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 static void test_raw_unknown_pool(void **state)
@@ -1374,7 +1374,7 @@ static void test_raw_out_of_range(void **state)
 	raw_put(&r, e, 2);
 	expect_proto(&r);
 	raw_close(&r);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 static void test_raw_bad_type_and_index(void **state)
