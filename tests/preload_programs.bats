@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# libzc-preload.so and zcrun with REAL programs (issue 5): cat, dd, tee,
+# libzc-preload.so and zcrun with REAL programs (docs/preload.md): cat, dd, tee,
 # sort, sha256sum, gzip/gunzip, tar, python3, cp, split, head, tail, sed,
 # awk, uniq, alone and in pipelines, on random inputs of many sizes, with
 # stdin from a file, a pipe, a UNIX socket or a TCP socket and stdout to a

@@ -1,6 +1,6 @@
 /*
  * zcfloor - the floor of `zcbench static`: the least any epoll web server
- * can do per request, as a reference "server" (issue 15).
+ * can do per request, as a reference "server" (docs/bench-static.md).
  *
  *   zcfloor --root DIR [--listen 127.0.0.1:8080] [--workers N]
  *           [--event epoll|io_uring]

@@ -9,7 +9,7 @@ with every server pinned to the same CPU(s) and wrk to the others (pinning.py;
 --no-pin to let the scheduler place them), so drift on a shared machine hits every server alike; the median of the runs
 is reported per (server, size, mode) with the ratios zchttpd/peer.
 
-The method (issue 15): each server runs in a cgroup of its own with a CPU
+The method (docs/bench-static.md, "The method"): each server runs in a cgroup of its own with a CPU
 quota (--server-cpu, default 0.5 of one CPU; budget.py), so requests/s
 say what it does with a fixed CPU budget; every point records the group's
 CPU time and wrk's, and a point where wrk used more than 80 % of its core
