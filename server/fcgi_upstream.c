@@ -78,7 +78,6 @@ struct fcgi_link {
 	bool doomed;			/* close when it unwinds */
 	bool posted;			/* on the worker's posted list */
 	struct fcgi_link *post_next;
-	unsigned long served;
 	struct ev_timer timer;
 };
 
@@ -430,16 +429,12 @@ static void deliver(struct fcgi_link *l)
 		}
 		if (l->state == L_DRAINING) {
 			zc_agg_release(content);
-			if (h.type == FCGI_END_REQUEST) {
-				l->served++;
+			if (h.type == FCGI_END_REQUEST)
 				link_ready(l);
-			}
 			continue;
 		}
 		struct fcgi_client *cl = l->cl;
 
-		if (h.type == FCGI_END_REQUEST)
-			l->served++;
 		cl->record(cl, &h, content);
 		if (h.type == FCGI_END_REQUEST && l->cl == cl && !l->doomed) {
 			/* The client did not release it: a bug upstairs;
@@ -752,7 +747,6 @@ void fcgi_link_abort(struct fcgi_link *l)
 	while ((r = take_record(l, &h, &content)) == 1) {
 		zc_agg_release(content);
 		if (h.type == FCGI_END_REQUEST && expected(&h)) {
-			l->served++;
 			fcgi_link_release(l, true);
 			return;
 		}
@@ -779,11 +773,6 @@ void fcgi_link_abort(struct fcgi_link *l)
 	 * already here first. */
 	link_arm(l, false);
 	link_post(l);
-}
-
-unsigned long fcgi_link_served(const struct fcgi_link *l)
-{
-	return l->served;
 }
 
 int fcgi_upstreams_init(struct zh_worker *w)

@@ -113,11 +113,6 @@ bool request_send(struct zh_request *r)
 	return false;
 }
 
-size_t request_queued(const struct zh_request *r)
-{
-	return (size_t)(conn_queued_end(r->conn) - r->conn->req_start);
-}
-
 void request_want_input(struct zh_request *r, bool on)
 {
 	r->want_input = on;

@@ -131,9 +131,6 @@ void request_finish(struct zh_request *r, int err);
  * should stop producing until its drained hook is called. */
 bool request_send(struct zh_request *r);
 
-/* Bytes of this response queued and not yet sent. */
-size_t request_queued(const struct zh_request *r);
-
 /* Ask for (or stop asking for) the input hook when the client sends. */
 void request_want_input(struct zh_request *r, bool on);
 

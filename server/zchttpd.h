@@ -3,9 +3,9 @@
  * connections and counters.
  *
  * Process model (Flash's AMPED, nginx's master/worker): a master process
- * forks one worker per core; each worker binds its own SO_REUSEPORT socket
- * and runs one epoll loop.  No thread per connection, no shared accept
- * lock.  Counters live in a shared anonymous mapping so any worker can
+ * forks one worker per core; each worker has its own SO_REUSEPORT socket
+ * and runs one event loop (epoll, or io_uring with --event io_uring).  No
+ * thread per connection, no shared accept lock.  Counters live in a shared anonymous mapping so any worker can
  * answer the status endpoint for all of them.
  */
 #ifndef ZC_ZCHTTPD_H
