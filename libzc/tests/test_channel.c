@@ -454,6 +454,34 @@ static void test_nonblock_recv(void **state)
 	zc_pool_release(pool);
 }
 
+/* A channel pair in this process and a pool of `size` for its messages;
+ * the ends named in `nonblock` (NB_A, NB_B) are non-blocking. */
+#define NB_A 1u
+#define NB_B 2u
+static zc_pool *pair_with_pool(size_t size, zc_channel **a, zc_channel **b,
+			       unsigned nonblock)
+{
+	zc_pool *pool;
+
+	assert_int_equal(zc_pool_create(size, &pool), 0);
+	assert_int_equal(zc_channel_pair(a, b), 0);
+	if (nonblock & NB_A)
+		assert_int_equal(zc_channel_set_nonblock(*a, 1), 0);
+	if (nonblock & NB_B)
+		assert_int_equal(zc_channel_set_nonblock(*b, 1), 0);
+	return pool;
+}
+
+/* Both ends closed, every buffer back in the pool, the pool released. */
+static void close_pair(zc_channel *a, zc_channel *b, zc_pool *pool)
+{
+	zc_channel_close(a);
+	zc_channel_close(b);
+	zc_channel_reclaim(0);
+	assert_int_equal(in_use(pool), 0);
+	zc_pool_release(pool);
+}
+
 /* A full ring: -EAGAIN for the writer, POLLIN once the reader made room. */
 static void test_nonblock_send_full(void **state)
 {
@@ -464,9 +492,7 @@ static void test_nonblock_send_full(void **state)
 	int err;
 
 	(void)state;
-	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
-	assert_int_equal(zc_channel_pair(&a, &b), 0);
-	assert_int_equal(zc_channel_set_nonblock(a, 1), 0);
+	pool = pair_with_pool(4 * MiB, &a, &b, NB_A);
 	agg = one_buf_agg(pool, 4 * KiB, 1);
 	while ((err = zc_channel_send(a, agg)) == 0)
 		sent++;
@@ -481,11 +507,7 @@ static void test_nonblock_send_full(void **state)
 	assert_int_equal(zc_channel_send(a, agg), 0);
 	assert_int_equal(zc_channel_flush(a), 0);	/* nothing pending */
 	zc_agg_release(agg);
-	zc_channel_close(a);
-	zc_channel_close(b);
-	zc_channel_reclaim(0);
-	assert_int_equal(in_use(pool), 0);
-	zc_pool_release(pool);
+	close_pair(a, b, pool);
 }
 
 /*
@@ -515,9 +537,7 @@ static void test_nonblock_room_bell_survives_recv(void **state)
 	zc_agg *agg, *got;
 
 	(void)state;
-	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
-	assert_int_equal(zc_channel_pair(&a, &b), 0);
-	assert_int_equal(zc_channel_set_nonblock(a, 1), 0);
+	pool = pair_with_pool(4 * MiB, &a, &b, NB_A);
 	agg = one_buf_agg(pool, 4 * KiB, 3);
 	fill_ring(a, agg);
 	assert_int_equal(zc_channel_recv(b, &got), 0);	/* room, a bell */
@@ -530,11 +550,7 @@ static void test_nonblock_room_bell_survives_recv(void **state)
 	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
 	assert_false(readable(zc_channel_fd(a), 0));
 	zc_agg_release(agg);
-	zc_channel_close(a);
-	zc_channel_close(b);
-	zc_channel_reclaim(0);
-	assert_int_equal(in_use(pool), 0);
-	zc_pool_release(pool);
+	close_pair(a, b, pool);
 }
 
 /* The peer sent data after the writer's recv said -EAGAIN; the writer's
@@ -547,10 +563,7 @@ static void test_nonblock_data_bell_survives_send(void **state)
 	zc_agg *agg, *reply, *got;
 
 	(void)state;
-	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
-	assert_int_equal(zc_channel_pair(&a, &b), 0);
-	assert_int_equal(zc_channel_set_nonblock(a, 1), 0);
-	assert_int_equal(zc_channel_set_nonblock(b, 1), 0);
+	pool = pair_with_pool(4 * MiB, &a, &b, NB_A | NB_B);
 	agg = one_buf_agg(pool, 4 * KiB, 4);
 	reply = one_buf_agg(pool, 4 * KiB, 6);
 	fill_ring(a, agg);
@@ -563,11 +576,7 @@ static void test_nonblock_data_bell_survives_send(void **state)
 	zc_agg_release(got);
 	zc_agg_release(reply);
 	zc_agg_release(agg);
-	zc_channel_close(a);
-	zc_channel_close(b);
-	zc_channel_reclaim(0);
-	assert_int_equal(in_use(pool), 0);
-	zc_pool_release(pool);
+	close_pair(a, b, pool);
 }
 
 /* --------------------------------------------- longer than the ring */
@@ -658,10 +667,7 @@ static void test_nonblock_message_longer_than_ring(void **state)
 	int err;
 
 	(void)state;
-	assert_int_equal(zc_pool_create(16 * MiB, &pool), 0);
-	assert_int_equal(zc_channel_pair(&a, &b), 0);
-	assert_int_equal(zc_channel_set_nonblock(a, 1), 0);
-	assert_int_equal(zc_channel_set_nonblock(b, 1), 0);
+	pool = pair_with_pool(16 * MiB, &a, &b, NB_A | NB_B);
 	big = many_slices(pool, n, 91);
 	small = one_buf_agg(pool, 4 * KiB, 5);
 
@@ -705,11 +711,7 @@ static void test_nonblock_message_longer_than_ring(void **state)
 
 	zc_agg_release(small);
 	zc_agg_release(big);
-	zc_channel_close(a);
-	zc_channel_close(b);
-	zc_channel_reclaim(0);
-	assert_int_equal(in_use(pool), 0);
-	zc_pool_release(pool);
+	close_pair(a, b, pool);
 }
 
 /* A non-blocking writer that only receives after a long message still
@@ -724,10 +726,7 @@ static void test_nonblock_long_message_then_recv(void **state)
 	int err = -EAGAIN;
 
 	(void)state;
-	assert_int_equal(zc_pool_create(16 * MiB, &pool), 0);
-	assert_int_equal(zc_channel_pair(&a, &b), 0);
-	assert_int_equal(zc_channel_set_nonblock(a, 1), 0);
-	assert_int_equal(zc_channel_set_nonblock(b, 1), 0);
+	pool = pair_with_pool(16 * MiB, &a, &b, NB_A | NB_B);
 	big = many_slices(pool, n, 17);
 	assert_int_equal(zc_channel_send(a, big), 0);
 	for (unsigned i = 0; i < 100 && err == -EAGAIN; i++) {
@@ -740,11 +739,7 @@ static void test_nonblock_long_message_then_recv(void **state)
 	zc_agg_release(got);
 	assert_int_equal(zc_channel_flush(a), 0);
 	zc_agg_release(big);
-	zc_channel_close(a);
-	zc_channel_close(b);
-	zc_channel_reclaim(0);
-	assert_int_equal(in_use(pool), 0);
-	zc_pool_release(pool);
+	close_pair(a, b, pool);
 }
 
 /* --------------------------------------------------- SOCK_STREAM */
