@@ -145,6 +145,23 @@ static int import_file(zc_channel *ch)
 	return 0;
 }
 
+/* Doorbells were taken here, outside zc_ch_nb_wait's rule: a caller that
+ * waits may have needed one (channel_wait.c). */
+static void bells_taken(zc_channel *ch)
+{
+	if (ch->rx_waiting || ch->tx_waiting)
+		ch->bells_lost = true;
+}
+
+/* The peer asks for a doorbell (zc_ch_ask_bell): never block, as any
+ * doorbell. */
+static void ring_back(zc_channel *ch)
+{
+	static const unsigned char bell = ZC_CH_MSG_DOORBELL;
+
+	(void)zc_sock_send(ch->sock, &bell, 1, -1, MSG_DONTWAIT);
+}
+
 /* Read one control message if one is waiting: 1 done, 0 none, <0 error. */
 static int handle_msg(zc_channel *ch)
 {
@@ -158,11 +175,16 @@ static int handle_msg(zc_channel *ch)
 	switch (t) {
 	case ZC_CH_MSG_DOORBELL:
 	case ZC_CH_MSG_CLOSE:
+	case ZC_CH_MSG_RING:
 		err = zc_ch_read_msg(ch, &b, 1, &fd);
 		if (fd >= 0)
 			close(fd);
 		if (!err && t == ZC_CH_MSG_CLOSE)
 			ch->peer_closed = true;
+		if (!err && t == ZC_CH_MSG_DOORBELL)
+			bells_taken(ch);
+		if (!err && t == ZC_CH_MSG_RING)
+			ring_back(ch);
 		break;
 	case ZC_CH_MSG_FILE:
 		err = import_file(ch);
@@ -211,6 +233,7 @@ static int take_doorbells(zc_channel *ch)
 		return errno == ECONNRESET ? -EPIPE : -errno;
 	if (got != k)
 		return -EPROTO;	/* we are the socket's only reader */
+	bells_taken(ch);
 	return k == n && n < (ssize_t)sizeof(b);
 }
 
@@ -411,6 +434,13 @@ int zc_ch_share_file(zc_channel *ch, zc_file *file, uint32_t *token)
 	ch->sent_files[ch->n_sent_files] = zc_file_ref(file);
 	*token = ch->n_sent_files++;
 	return 0;
+}
+
+void zc_ch_ask_bell(zc_channel *ch)
+{
+	static const unsigned char ring = ZC_CH_MSG_RING;
+
+	(void)zc_sock_send(ch->sock, &ring, 1, -1, MSG_DONTWAIT);
 }
 
 void zc_ch_send_close(zc_channel *ch)

@@ -48,11 +48,13 @@
 /* Control messages.  The first byte says what follows; anything else is a
  * pool share in zc_pool_send's own format, checked by zc_pool_recv.
  * channel_ctl.c reads them all; channel_hello.c sends HELLO,
- * channel_wait.c DOORBELL, channel.c CLOSE (through zc_ch_send_close). */
+ * channel_wait.c DOORBELL, channel.c CLOSE (through zc_ch_send_close),
+ * channel_wait.c RING (through zc_ch_ask_bell). */
 enum {
 	ZC_CH_MSG_HELLO = 0xC1,
 	ZC_CH_MSG_FILE = 0xC2,
 	ZC_CH_MSG_CLOSE = 0xC3,
+	ZC_CH_MSG_RING = 0xC4,		/* "send me a doorbell" */
 	ZC_CH_MSG_DOORBELL = 0xD0,
 };
 
@@ -94,6 +96,8 @@ struct zc_channel {
 				 * tx_wait_bytes bytes */
 	size_t tx_wait_need;
 	uint64_t tx_wait_bytes;
+	bool bells_lost;	/* doorbells were taken while a caller waited,
+				 * to reach a message behind them */
 
 	/* channel_send.c (tx_bytes is allocated and freed by channel.c) */
 	unsigned sends;		/* for the occasional socket check */
@@ -267,6 +271,9 @@ int zc_ch_share_file(zc_channel *ch, zc_file *file, uint32_t *token);
 int zc_ch_peer_pool(zc_channel *ch, uint64_t id, zc_pool **out);
 int zc_ch_peer_file(zc_channel *ch, uint64_t token, zc_file **out);
 void zc_ch_send_close(zc_channel *ch);
+/* Ask the peer for a doorbell (it sends one when it next reads its
+ * socket). */
+void zc_ch_ask_bell(zc_channel *ch);
 /* Drop every pool and file shared either way. */
 void zc_ch_ctl_free(zc_channel *ch);
 

@@ -165,6 +165,13 @@ int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
  * A bell is taken only when no wait's condition holds after it arrived, so
  * whenever one holds, a bell is still there (the peer rang when it made it
  * hold, the flag being set by 2) or its own caller saw it in 3.
+ *
+ * One path must break the rule: a received descriptor that names a pool
+ * or file the peer shares only reaches the share by reading through the
+ * doorbells in front of it (channel_ctl.c: bells_lost).  When after that
+ * another wait's condition holds with no bell left, we ask the peer for
+ * one (RING): it answers the next time it reads its socket, which the
+ * RING itself wakes it for.
  */
 int zc_ch_nb_wait(zc_channel *ch, unsigned own, zc_ch_ready_fn room_ready)
 {
@@ -193,7 +200,13 @@ int zc_ch_nb_wait(zc_channel *ch, unsigned own, zc_ch_ready_fn room_ready)
 					  ~(uint64_t)own, memory_order_relaxed);
 		return 1;
 	}
-	if (data || room)
-		return 0;	/* another caller's: its bells stay */
+	if (data || room) {
+		/* Another caller's: its bells stay -- or come again. */
+		if (!bells && ch->bells_lost)
+			zc_ch_ask_bell(ch);
+		ch->bells_lost = false;
+		return 0;
+	}
+	ch->bells_lost = false;
 	return zc_ch_take_bells(ch, bells);
 }

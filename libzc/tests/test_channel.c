@@ -579,6 +579,41 @@ static void test_nonblock_data_bell_survives_send(void **state)
 	close_pair(a, b, pool);
 }
 
+/* The room bell can sit in front of a pool the peer shares: receiving
+ * the message that uses the pool must take the bell to reach the share.
+ * The channel then asks the peer for another bell, which the peer sends
+ * the next time it looks at its socket, so the writer still wakes. */
+static void test_nonblock_room_bell_behind_a_share(void **state)
+{
+	zc_channel *a, *b;
+	zc_pool *pool, *other;
+	zc_agg *agg, *reply, *got;
+
+	(void)state;
+	pool = pair_with_pool(4 * MiB, &a, &b, NB_A | NB_B);
+	assert_int_equal(zc_pool_create(1 * MiB, &other), 0);
+	agg = one_buf_agg(pool, 4 * KiB, 1);
+	reply = one_buf_agg(other, 4 * KiB, 2);	/* a pool a has not seen */
+	fill_ring(a, agg);
+	/* b reads everything (room: bells), answers from a new pool (the
+	 * share, then the data) and has nothing left to read. */
+	while (zc_channel_recv(b, &got) == 0)
+		zc_agg_release(got);
+	assert_int_equal(zc_channel_send(b, reply), 0);
+	assert_int_equal(zc_channel_recv(a, &got), 0);	/* takes the bells */
+	check_agg(got, 4 * KiB, 2);
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
+	/* b, waiting for data, looks at its socket and rings back. */
+	assert_int_equal(zc_channel_recv(b, &got), -EAGAIN);
+	assert_true(readable(zc_channel_fd(a), 1000));
+	assert_int_equal(zc_channel_send(a, agg), 0);
+	zc_agg_release(reply);
+	zc_agg_release(agg);
+	close_pair(a, b, pool);
+	zc_pool_release(other);
+}
+
 /* --------------------------------------------- longer than the ring */
 
 struct bigrecv {
@@ -1524,6 +1559,7 @@ int main(void)
 		cmocka_unit_test(test_nonblock_send_full),
 		cmocka_unit_test(test_nonblock_room_bell_survives_recv),
 		cmocka_unit_test(test_nonblock_data_bell_survives_send),
+		cmocka_unit_test(test_nonblock_room_bell_behind_a_share),
 		cmocka_unit_test(test_message_longer_than_ring),
 		cmocka_unit_test(test_nonblock_message_longer_than_ring),
 		cmocka_unit_test(test_nonblock_long_message_then_recv),
