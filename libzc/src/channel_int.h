@@ -6,7 +6,7 @@
  *
  *   socket   typed control messages only: the handshake (each side's ring
  *            region memfd), pool memfds (zc_pool_send), file descriptors,
- *            CLOSE, and one-byte doorbells.  It is also what the program
+ *            CLOSE, one-byte doorbells and RING.  It is also what the program
  *            polls, and its EOF is how we learn that the peer is gone.
  *   rings    descriptors: BUF (pool id, offset, length, generation, lend
  *            token, slice), FILE (file token, extent), MSG_END, and RETURN
