@@ -617,9 +617,10 @@ int zcf_batch_send(struct zcf_batch *b)
 	if (!err && b->recs.n && !(err = zc_agg_create(&recs)))
 		/* A channel: one message, the headers and bytes in one of our
 		 * buffers.  A socket: nothing copied before the kernel. */
-		err = fcgi_batch_build(&b->recs, chan ? FCGI_BATCH_COPY
-						      : FCGI_BATCH_BORROW,
-				       zcf_pool(), recs);
+		err = chan ? fcgi_batch_build(&b->recs, FCGI_BATCH_COPY,
+					      zcf_pool(), recs)
+			   : fcgi_batch_build(&b->recs, FCGI_BATCH_BORROW,
+					      NULL, recs);
 	if (!err && recs && chan) {
 		do
 			err = zc_channel_send(b->c->ch, recs);
