@@ -404,7 +404,7 @@ void cache_detach(struct cache *c)
 	 * reload's workers want them warm. */
 	page_drop_clear(&c->drops);
 	zc_file_release(c->arena_file);
-	zc_pool_destroy(c->snap_pool);
+	zc_pool_release(c->snap_pool);
 	free(c->local);
 	free(c->held);
 	free(c);

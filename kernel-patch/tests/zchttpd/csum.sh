@@ -1,5 +1,5 @@
 #!/bin/sh
-# Guest: zchttpd end to end on the patched kernel.
+# Guest: zchttpd end to end on the patched kernel (IO-Lite, checksum caching).
 #
 # zchttpd runs in one network namespace and the client in another, joined
 # by a veth pair with tx checksumming off at both ends (vethpair), so the
