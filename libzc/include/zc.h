@@ -275,6 +275,20 @@ int zc_agg_map(zc_agg *agg, zc_pool *pool, const void **data, size_t *len);
  * a signal arrived before any data). */
 ssize_t iol_read(int fd, zc_agg **agg, size_t size);
 
+/* An origin probed once: what kind of descriptor it is (file, pipe,
+ * socket, channel, other).  iol_read probes on every call (three system
+ * calls); a server that reads one socket many times initialises a source
+ * when it connects and calls iol_read_source.  The fields are private. */
+typedef struct zc_source {
+	int fd;
+	int kind;
+} zc_source;
+
+/* 0, or -EBADF for a closed descriptor. */
+int zc_source_init(zc_source *src, int fd);
+/* iol_read from a probed origin (same contract as iol_read). */
+ssize_t iol_read_source(const zc_source *src, zc_agg **agg, size_t size);
+
 /* Write the aggregate to fd with the cheapest mechanism for each (slice,
  * destination) pair: sendfile, splice, vmsplice, copy_file_range, or
  * descriptors on a channel.  The bytes written are trimmed from the front of
@@ -310,6 +324,19 @@ int zc_sink_init_tcp(zc_sink *sink, int fd, int nonblock);
  * caught (the transfer comes up short: -ESTALE); one rewritten in place is
  * sent as it is now, within the caller's own window. */
 void zc_sink_trust_extents(zc_sink *sink, int on);
+/* For a caller whose buffers mostly pass through once (a proxy relaying
+ * what it read from one socket to another): a buffer of this process's
+ * pools goes by copy the first time it leaves through this sink, and by
+ * reference from its second trip on.  Lending a buffer costs its pool a
+ * detach when it is released (its pages punched out of the memfd, fresh
+ * zeroed ones faulted in by the next user), which on stock Linux costs
+ * more than copying it once: a 100 KiB FastCGI response relayed from a
+ * socket cost zchttpd and the application 202 us of CPU lent against 75 us
+ * copied (docs/bench-fastcgi.md).  A buffer sent again (a cached body, one
+ * fanned out to several sockets) pays the detach once and is lent from
+ * then on.  Buffers of a peer's pool (channels) and kernel IO-Lite buffers
+ * are lent as before: their owner or the kernel decides their reuse. */
+void zc_sink_copy_first_trip(zc_sink *sink, int on);
 /* iol_write to a probed destination (same contract as iol_write). */
 ssize_t iol_write_sink(const zc_sink *sink, zc_agg *agg);
 

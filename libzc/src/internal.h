@@ -131,6 +131,9 @@ enum {
 	ZC_BUF_FOREIGN = 1u << 2,	/* lives in a peer's pool */
 	ZC_BUF_KERNEL = 1u << 3,	/* an IO-Lite buffer of the patched
 					 * kernel: no pool (iol_kernel.c) */
+	ZC_BUF_COPIED = 1u << 4,	/* sent once by copy through a sink
+					 * that copies a first trip (io_write.c):
+					 * the next trip lends it */
 };
 
 /* objcache.c: per-thread caches of aggregates and buffer headers.
@@ -159,6 +162,8 @@ struct zc_buf {
 	void (*on_release)(zc_buf *buf);
 	void *release_ctx;
 	uint64_t release_token;
+	uint32_t copy_trip;	/* the iol_write_sink call that set
+				 * ZC_BUF_COPIED (io_write.c) */
 	/* Kernel buffers (ZC_BUF_KERNEL): the kernel's id and generation,
 	 * where it mapped the buffer (read-only), and the fork generation
 	 * that owns the id (a forked child inherits neither). */

@@ -168,24 +168,22 @@ static ssize_t read_channel(int fd, zc_agg *agg)
 	return (ssize_t)len;
 }
 
-ssize_t iol_read(int fd, zc_agg **agg, size_t size)
+/* iol_read's work once the descriptor's kind is known. */
+static ssize_t read_kind(int fd, enum zc_fdkind kind, zc_agg **agg,
+			 size_t size)
 {
-	enum zc_fdkind kind;
 	zc_agg *dst, *created = NULL;
 	ssize_t n;
 	int err;
 
 	if (!agg)
 		return -EINVAL;
-	if (fd < 0)
+	if (fd < 0 || kind == ZC_FD_BAD)
 		return -EBADF;
 	/* A size_t above SSIZE_MAX is almost always a negative length that
 	 * was cast: refuse it rather than read "everything". */
 	if (size > SSIZE_MAX)
 		return -EINVAL;
-	kind = zc_fdkind_of(fd);
-	if (kind == ZC_FD_BAD)
-		return -EBADF;
 	dst = *agg;
 	if (!dst) {
 		err = zc_agg_create(&created);
@@ -212,4 +210,36 @@ ssize_t iol_read(int fd, zc_agg **agg, size_t size)
 	if (created)
 		*agg = created;
 	return n;
+}
+
+ssize_t iol_read(int fd, zc_agg **agg, size_t size)
+{
+	if (!agg)
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	return read_kind(fd, zc_fdkind_of(fd), agg, size);
+}
+
+int zc_source_init(zc_source *src, int fd)
+{
+	enum zc_fdkind kind;
+
+	if (!src)
+		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
+	kind = zc_fdkind_of(fd);
+	if (kind == ZC_FD_BAD)
+		return -EBADF;
+	src->fd = fd;
+	src->kind = kind;
+	return 0;
+}
+
+ssize_t iol_read_source(const zc_source *src, zc_agg **agg, size_t size)
+{
+	if (!src)
+		return -EINVAL;
+	return read_kind(src->fd, (enum zc_fdkind)src->kind, agg, size);
 }

@@ -78,6 +78,8 @@ struct wstate {
 	enum zc_fdkind kind;
 	bool nonblock;		/* O_NONBLOCK on the destination */
 	bool append;		/* O_APPEND: copy_file_range refuses it */
+	bool copy_first;	/* zc_sink_copy_first_trip */
+	uint32_t trip;		/* this call, among copy_first calls */
 	bool trust;		/* skip file version checks (caller's job) */
 };
 
@@ -99,6 +101,18 @@ static bool is_stream_socket(const struct wstate *w)
 	return w->kind == ZC_FD_TCP || w->kind == ZC_FD_UNIX;
 }
 
+/* zc_sink_copy_first_trip: a buffer of our own pools that no earlier
+ * call lent or copied through such a sink.  The slices of one buffer in
+ * one call (FastCGI records cut from one read) all make the same trip. */
+static bool first_trip(const struct wstate *w, const zc_buf *b)
+{
+	unsigned f = atomic_load_explicit(&b->flags, memory_order_relaxed);
+
+	if (f & (ZC_BUF_KREF | ZC_BUF_FOREIGN))
+		return false;
+	return !(f & ZC_BUF_COPIED) || b->copy_trip == w->trip;
+}
+
 static enum how how_for(const struct wstate *w, const struct zc_slice_int *s)
 {
 	if (s->kind == ZC_SLICE_FILE)
@@ -107,7 +121,8 @@ static enum how how_for(const struct wstate *w, const struct zc_slice_int *s)
 		return is_stream_socket(w) || w->kind == ZC_FD_PIPE ||
 		       w->kind == ZC_FD_FILE ? HOW_KIOL : HOW_COPY;
 	/* Borrowed memory is never lent: its owner reuses it at will. */
-	if (s->len < ZC_SMALL || s->kind == ZC_SLICE_MEM)
+	if (s->len < ZC_SMALL || s->kind == ZC_SLICE_MEM ||
+	    (w->copy_first && first_trip(w, s->buf)))
 		return HOW_COPY;
 	if (is_stream_socket(w))
 		return HOW_SENDFILE_BUF;
@@ -142,6 +157,14 @@ static int gather(const struct wstate *w, zc_agg *agg, enum how how,
 			break;
 		if (how == HOW_VMSPLICE)
 			zc_buf_mark_kref(s->buf);	/* before the call */
+		else if (w->copy_first && s->kind == ZC_SLICE_BUF &&
+			 s->len >= ZC_SMALL) {
+			/* Its next trip lends it (whether or not this call
+			 * takes all of it: the bytes are right either way). */
+			s->buf->copy_trip = w->trip;
+			atomic_fetch_or_explicit(&s->buf->flags, ZC_BUF_COPIED,
+						 memory_order_relaxed);
+		}
 		len = zc_min_size(s->len, ZC_CALL_MAX - *bytes);
 		iov[n].iov_base = (void *)(data + s->off);
 		iov[n].iov_len = len;
@@ -513,6 +536,21 @@ static void cork_end(const struct wstate *w)
 #define SINK_NONBLOCK 1u
 #define SINK_APPEND 2u
 #define SINK_TRUST 4u		/* zc_sink_trust_extents */
+#define SINK_COPY_FIRST 8u	/* zc_sink_copy_first_trip */
+
+/* Numbers the calls of copy-first sinks (a buffer remembers the call
+ * that copied it; 0 is no call). */
+static atomic_uint copy_trips;
+
+void zc_sink_copy_first_trip(zc_sink *sink, int on)
+{
+	if (!sink)
+		return;
+	if (on)
+		sink->flags |= SINK_COPY_FIRST;
+	else
+		sink->flags &= ~SINK_COPY_FIRST;
+}
 
 void zc_sink_trust_extents(zc_sink *sink, int on)
 {
@@ -602,6 +640,10 @@ ssize_t iol_write_sink(const zc_sink *sink, zc_agg *agg)
 	w.nonblock = sink->flags & SINK_NONBLOCK;
 	w.append = sink->flags & SINK_APPEND;
 	w.trust = sink->flags & SINK_TRUST;
+	w.copy_first = sink->flags & SINK_COPY_FIRST;
+	if (w.copy_first)
+		w.trip = atomic_fetch_add_explicit(&copy_trips, 1,
+						   memory_order_relaxed) + 1;
 
 	corked = cork_begin(&w, agg);
 	while (agg->len > 0) {
