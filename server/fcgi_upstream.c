@@ -69,6 +69,7 @@ struct fcgi_link {
 	int fd;				/* what epoll watches */
 	zc_channel *ch;			/* zero-copy transport, or NULL */
 	zc_sink sink;			/* standard transport */
+	zc_source source;
 	struct fcgi_client *cl;		/* ACTIVE: its request */
 	zc_agg *tx, *rx;
 	uint32_t events;
@@ -329,7 +330,11 @@ static void link_connected(struct fcgi_link *l)
 		return;
 	}
 	if (l->up->route->transport != ZH_FCGI_ZC) {
+		/* Probed once: the link reads and writes it many times. */
+		zc_source_init(&l->source, l->fd);
 		zc_sink_init(&l->sink, l->fd);
+		/* A request body read from the client passes through once. */
+		zc_sink_copy_first_trip(&l->sink, 1);
 		link_ready(l);
 		return;
 	}
@@ -469,7 +474,7 @@ static int link_read(struct fcgi_link *l)
 			if (err)
 				return err;
 		} else {
-			ssize_t n = iol_read(l->fd, &l->rx, READ_CHUNK);
+			ssize_t n = iol_read_source(&l->source, &l->rx, READ_CHUNK);
 
 			if (n == -EAGAIN || n == -EINTR)
 				return 0;

@@ -126,6 +126,11 @@ int sock_init(struct zh_sock *s, struct sock_env *env, int fd,
 	/* Accepted from our own TCP listener, non-blocking: no need to
 	 * probe what kind of descriptor it is. */
 	zc_sink_init_tcp(&s->sink, fd, 1);
+	/* Our own pool buffers reach a client once (a FastCGI answer read
+	 * from a socket): a copy costs less than the detach a lent buffer
+	 * costs its pool (zc.h).  Cached bodies are file extents or kernel
+	 * buffers, lent as before. */
+	zc_sink_copy_first_trip(&s->sink, 1);
 	if (flags & SOCK_TRUST_EXTENTS)
 		zc_sink_trust_extents(&s->sink, 1);
 	return 0;
