@@ -32,6 +32,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,11 +85,14 @@ struct fcgi_req {
 	char *head;			/* the CGI head being gathered */
 	size_t head_len, head_cap;
 	struct cgi_head_parser hp;
-	struct cgi_field fields[HEAD_FIELDS];
 	struct fcgi_reply rep;
 	uint64_t body_sent;		/* bytes of body after the head */
 	bool held;			/* the link holds records for us */
 	char *redirect;			/* local redirect target */
+
+	/* Last, and not zeroed (3 KiB): the head parser fills what it
+	 * reports. */
+	struct cgi_field fields[HEAD_FIELDS];
 };
 
 static const struct zh_handler fastcgi_handler;
@@ -204,7 +209,7 @@ static int send_params(struct fcgi_req *f, zc_agg *out)
 	const char *uri = r->uri;
 	size_t ulen = r->uri_len, se = script_end(f->rt, uri, ulen);
 	const struct http_header *ct = http_find_header(req, "Content-Type");
-	char *filename;
+	char filename[PATH_MAX + ZH_PATH_MAX + 1];
 	struct fcgi_params_in in = {
 		.req = req,
 		.script_name = uri,
@@ -227,11 +232,17 @@ static int send_params(struct fcgi_req *f, zc_agg *out)
 	};
 	int err;
 
-	if (asprintf(&filename, "%s%.*s", r->vhost->root_abs, (int)se, uri) < 0)
-		return -ENOMEM;
+	size_t rlen = strlen(r->vhost->root_abs);
+
+	/* root + script path: both bounded (a realpath, a request path),
+	 * so the stack holds it; no allocation per request. */
+	if (rlen + se >= sizeof(filename))
+		return 414;
+	memcpy(filename, r->vhost->root_abs, rlen);
+	memcpy(filename + rlen, uri, se);
+	filename[rlen + se] = 0;
 	in.script_filename = filename;
 	err = fcgi_params_build(&in, 1, true, out);
-	free(filename);
 	f->params_sent = !err;
 	return err;
 }
@@ -751,9 +762,11 @@ static const struct zh_handler fastcgi_handler = {
 zh_answer fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *rt)
 {
 	const struct http_request *req = &r->http;
-	struct fcgi_req *f = calloc(1, sizeof(*f));
+	struct fcgi_req *f = malloc(sizeof(*f));
 	int err;
 
+	if (f)
+		memset(f, 0, offsetof(struct fcgi_req, fields));
 	if (!f || zc_agg_create(&f->body)) {
 		free(f);
 		return zh_status(503);

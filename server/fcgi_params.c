@@ -73,12 +73,40 @@ static void puts_(struct block *b, const char *name, const char *v,
 	put(b, name, strlen(name), v, vlen);
 }
 
+/* v in decimal at the end of buf[0..24): its first digit (a parameter
+ * per request is formatted here: no printf). */
+static char *decimal(char buf[24], unsigned long long v)
+{
+	char *p = buf + 24;
+
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return p;
+}
+
 static void put_num(struct block *b, const char *name, unsigned long long v)
 {
-	char num[24];
+	char num[24], *d = decimal(num, v);
 
-	snprintf(num, sizeof(num), "%llu", v);
-	putz(b, name, num);
+	puts_(b, name, d, (size_t)(num + sizeof(num) - d));
+}
+
+/* a.b.c.d of a network-order IPv4 address into out (16 bytes). */
+static void ipv4_text(const struct in_addr *a, char out[INET_ADDRSTRLEN])
+{
+	const uint8_t *o = (const uint8_t *)&a->s_addr;
+	char *p = out;
+
+	for (int i = 0; i < 4; i++) {
+		char num[24], *d = decimal(num, o[i]);
+		size_t n = (size_t)(num + sizeof(num) - d);
+
+		memcpy(p, d, n);
+		p += n;
+		*p++ = i < 3 ? '.' : 0;
+	}
 }
 
 static void put_addr(struct block *b, const char *addr_name,
@@ -90,7 +118,7 @@ static void put_addr(struct block *b, const char *addr_name,
 	if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *in = (const void *)ss;
 
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		ipv4_text(&in->sin_addr, host);
 		port = ntohs(in->sin_port);
 	} else if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *in6 = (const void *)ss;

@@ -100,8 +100,13 @@ probe() { # extra options...
 	run curl -s -H 'X-Custom: one' -H 'X-Custom: two' -H 'Cookie: a=1' \
 		-H 'Cookie: b=2' -H 'Proxy: evil' -H 'X_Under: no' \
 		-H 'Content-Type: text/x-test' --data-binary 'abc' \
+		-w '\ncurl local port %{local_port}\n' \
 		"$URL/probe/extra/path?params&q=1"
 	[[ "$output" == *"REQUEST_METHOD=POST"* ]]
+	# The client's port, formatted by the server (no printf there).
+	local port=${output##*curl local port }
+	port=${port%%$'\n'*}
+	[[ "$output" == *"REMOTE_PORT=$port"$'\n'* ]]
 	[[ "$output" == *"SCRIPT_NAME=/probe"$'\n'* ]]
 	[[ "$output" == *"PATH_INFO=/extra/path"$'\n'* ]]
 	[[ "$output" == *"QUERY_STRING=params&q=1"$'\n'* ]]
