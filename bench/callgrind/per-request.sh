@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# bench/callgrind/per-request.sh - instructions per request of zchttpd (and
+# of a FastCGI application it spawns), counted by callgrind: repeatable to
+# the instruction on a noisy machine, where CPU time is not.
+#
+#   bench/callgrind/per-request.sh static SIZE          GET /f of SIZE bytes
+#   bench/callgrind/per-request.sh fastcgi zc|sock SIZE GET /gen?size=SIZE
+#                                                       from cgi/apps/zcgen
+#
+# Each count is the difference between two runs (200 warm-up requests, then
+# N1 and N2 keep-alive requests on one connection), divided by N2 - N1, so
+# start-up and shutdown cancel out.  Prints one line per process: the
+# worker, and for fastcgi the application.  BUILD (default build/) picks
+# the Meson tree; N1, N2 (default 1000, 3000) the request counts.
+# The static file is served from the cache after the warm-up (a hit).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+build=$(realpath "${BUILD:-build}")
+n1=${N1:-1000} n2=${N2:-3000}
+kind=${1:-}
+case "$kind" in
+static) size=${2:?SIZE}; path=/f ;;
+fastcgi) transport=${2:?zc or sock}; size=${3:?SIZE}; path="/gen?size=$size" ;;
+*) sed -n '2,16p' "$0" >&2; exit 2 ;;
+esac
+command -v valgrind >/dev/null || { echo "needs valgrind" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/root"
+[ "$kind" = static ] && head -c "$size" /dev/urandom > "$work/root/f"
+
+# run N: callgrind files of every process for 200 + N requests, in $work/N.
+run() {
+	local n=$1 out=$work/$1 port pid
+	local args=(--root "$work/root" --workers 1 --io-threads 0)
+
+	mkdir -p "$out"
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	if [ "$kind" = fastcgi ]; then
+		local t=""
+		[ "$transport" = zc ] && t="zc:"
+		args+=(--fastcgi-spawn "/gen=${t}1:$build/cgi/apps/zcgen")
+	fi
+	LD_LIBRARY_PATH=$build/cgi valgrind --tool=callgrind --trace-children=yes \
+		--callgrind-out-file="$out/cg.%p" "$build/server/zchttpd" \
+		"${args[@]}" --listen "127.0.0.1:$port" 2>"$out/valgrind.log" &
+	pid=$!
+	python3 - "$port" "$path" "$n" <<'PY'
+import http.client, sys, time
+port, path, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+deadline = time.monotonic() + 60
+while True:
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("GET", path); r = c.getresponse(); r.read()
+        if r.status == 200:
+            break
+    except OSError:
+        pass
+    if time.monotonic() > deadline:
+        sys.exit("zchttpd did not answer under valgrind")
+    time.sleep(0.3)
+for i in range(199 + n):
+    c.request("GET", path); r = c.getresponse(); body = r.read()
+    assert r.status == 200, r.status
+PY
+	kill -TERM "$pid"
+	wait "$pid" 2>/dev/null || true
+}
+
+# total FILE: the Ir total of one callgrind file.
+total() { awk '/^(summary|totals):/ {print $2; exit}' "$1"; }
+
+# biggest DIR PATTERN: the largest count among the files whose command
+# line matches PATTERN (the worker outdoes the master; one app process).
+biggest() {
+	local best=0 f t
+	for f in "$1"/cg.*; do
+		grep -Eq "^cmd: *[^ ]*/$2( |\$)" "$f" || continue
+		t=$(total "$f")
+		[ "$t" -gt "$best" ] && best=$t
+	done
+	echo "$best"
+}
+
+run "$n1"
+run "$n2"
+for proc in server/zchttpd apps/zcgen; do
+	[ "$proc" = apps/zcgen ] && [ "$kind" != fastcgi ] && continue
+	a=$(biggest "$work/$n1" "$proc") b=$(biggest "$work/$n2" "$proc")
+	echo "${proc#*/}: $(( (b - a) / (n2 - n1) )) instructions per request ($*)"
+done
