@@ -542,42 +542,40 @@ static void cork_end(const struct wstate *w)
  * that copied it; 0 is no call). */
 static atomic_uint copy_trips;
 
-void zc_sink_copy_first_trip(zc_sink *sink, int on)
+static void sink_option(zc_sink *sink, unsigned flag, int on)
 {
 	if (!sink)
 		return;
 	if (on)
-		sink->flags |= SINK_COPY_FIRST;
+		sink->flags |= flag;
 	else
-		sink->flags &= ~SINK_COPY_FIRST;
+		sink->flags &= ~flag;
+}
+
+void zc_sink_copy_first_trip(zc_sink *sink, int on)
+{
+	sink_option(sink, SINK_COPY_FIRST, on);
 }
 
 void zc_sink_trust_extents(zc_sink *sink, int on)
 {
-	if (!sink)
-		return;
-	if (on)
-		sink->flags |= SINK_TRUST;
-	else
-		sink->flags &= ~SINK_TRUST;
+	sink_option(sink, SINK_TRUST, on);
 }
 
 int zc_sink_init(zc_sink *sink, int fd)
 {
-	enum zc_fdkind kind;
-	int fl;
+	zc_source probe;	/* the same probe as an origin's */
+	int fl, err;
 
 	if (!sink)
 		return -EINVAL;
-	if (fd < 0)
-		return -EBADF;
-	kind = zc_fdkind_of(fd);
-	if (kind == ZC_FD_BAD)
-		return -EBADF;
+	err = zc_source_init(&probe, fd);
+	if (err)
+		return err;
 	sink->fd = fd;
-	sink->kind = kind;
+	sink->kind = probe.kind;
 	sink->flags = 0;
-	if (kind == ZC_FD_CHANNEL)
+	if (probe.kind == ZC_FD_CHANNEL)
 		return 0;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0)
