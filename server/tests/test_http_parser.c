@@ -819,6 +819,21 @@ static void test_scan_exhaustive(void **state)
 					}
 }
 
+/* In buf: `before`, len bytes of `fill` with c at k, `after`; its length. */
+static size_t with_byte_at(char *buf, const char *before, char fill,
+			   size_t len, size_t k, unsigned char c,
+			   const char *after)
+{
+	size_t n = strlen(before);
+
+	memcpy(buf, before, n);
+	memset(buf + n, fill, len);
+	buf[n + k] = (char)c;
+	n += len;
+	memcpy(buf + n, after, strlen(after));
+	return n + strlen(after);
+}
+
 /* The scans go several bytes per step (http_lex.h): every character class
  * is checked at every position of names, targets and values of every
  * length around the step sizes, so that no byte escapes a word or a
@@ -839,6 +854,7 @@ static void test_scan_positions(void **state)
 		'\\', ']', '{', '}', 0x01, 0x7f, 0x80, 0xff,
 	};
 	const char *tchars = "!#$%&'*+-.^_`|~09AZaz";
+	const char *head = "GET / HTTP/1.1\r\nHost: a\r\n";
 	char buf[256];
 	size_t len, k, i, n;
 
@@ -847,13 +863,8 @@ static void test_scan_positions(void **state)
 		for (k = 0; k < len; k++) {
 			/* field values: a CTL or DEL anywhere is 400 */
 			for (i = 0; i < sizeof(bad_value); i++) {
-				n = (size_t)snprintf(buf, sizeof(buf),
-						     "GET / HTTP/1.1\r\nHost: a\r\nX: ");
-				memset(buf + n, 'v', len);
-				buf[n + k] = (char)bad_value[i];
-				n += len;
-				n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-						      "\r\n\r\n");
+				n = with_byte_at(buf, "GET / HTTP/1.1\r\nHost: a\r\nX: ",
+						 'v', len, k, bad_value[i], "\r\n\r\n");
 				expect_error_n(buf, n, 400);
 				assert_string_equal(req.why, bad_value[i] == '\r' ?
 						    "bare CR" :
@@ -861,67 +872,40 @@ static void test_scan_positions(void **state)
 			}
 			/* ... HTAB, SP (inside), VCHAR and obs-text are not */
 			for (i = 0; i < sizeof(good_value); i++) {
-				n = (size_t)snprintf(buf, sizeof(buf),
-						     "GET / HTTP/1.1\r\nHost: a\r\nX: [");
-				memset(buf + n, 'v', len);
-				buf[n + k] = (char)good_value[i];
-				n += len;
-				n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-						      "]\r\n\r\n");
+				n = with_byte_at(buf, "GET / HTTP/1.1\r\nHost: a\r\nX: [",
+						 'v', len, k, good_value[i], "]\r\n\r\n");
 				assert_int_equal(parse_n(buf, n), n);
 				assert_int_equal(req.headers[1].value.len, len + 2);
 			}
 			/* request-targets: CTLs, HTAB and DEL are 400 */
 			for (i = 0; i < sizeof(bad_target); i++) {
-				memcpy(buf, "GET /", 5);
-				memset(buf + 5, 't', len);
-				buf[5 + k] = (char)bad_target[i];
-				n = 5 + len;
-				n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-						      " HTTP/1.1\r\nHost: a\r\n\r\n");
+				n = with_byte_at(buf, "GET /", 't', len, k, bad_target[i],
+						 " HTTP/1.1\r\nHost: a\r\n\r\n");
 				expect_error_n(buf, n, 400);
 				assert_string_equal(req.why,
 						    "bad character in request-target");
 			}
 			/* field names: separators, CTLs, DEL, obs-text are 400 */
 			for (i = 0; i < sizeof(bad_name); i++) {
-				n = (size_t)snprintf(buf, sizeof(buf),
-						     "GET / HTTP/1.1\r\nHost: a\r\n");
-				memset(buf + n, 'N', len);
-				buf[n + k] = (char)bad_name[i];
-				n += len;
-				n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-						      ": v\r\n\r\n");
+				n = with_byte_at(buf, head, 'N', len, k, bad_name[i],
+						 ": v\r\n\r\n");
 				expect_error_n(buf, n, 400);
 			}
 			/* ... every kind of tchar is not */
-			n = (size_t)snprintf(buf, sizeof(buf),
-					     "GET / HTTP/1.1\r\nHost: a\r\n");
-			memset(buf + n, 'N', len);
-			buf[n + k] = tchars[(len + k) % strlen(tchars)];
-			n += len;
-			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-					      ": v\r\n\r\n");
+			n = with_byte_at(buf, head, 'N', len, k,
+					 (unsigned char)tchars[(len + k) % strlen(tchars)],
+					 ": v\r\n\r\n");
 			assert_int_equal(parse_n(buf, n), n);
 			assert_int_equal(req.headers[1].name.len, len);
 			/* Host values: anything outside host characters is 400 */
-			n = (size_t)snprintf(buf, sizeof(buf),
-					     "GET / HTTP/1.1\r\nHost: ");
-			memset(buf + n, 'h', len);
-			buf[n + k] = '/';
-			n += len;
-			n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-					      "\r\n\r\n");
+			n = with_byte_at(buf, "GET / HTTP/1.1\r\nHost: ", 'h', len, k,
+					 '/', "\r\n\r\n");
 			expect_error_n(buf, n, 400);
 			assert_string_equal(req.why, "bad Host");
 		}
 		/* a clean target of this length, with a query */
-		memcpy(buf, "GET /", 5);
-		memset(buf + 5, 't', len);
-		buf[4 + len] = '?';
-		n = 5 + len;
-		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-				      " HTTP/1.1\r\nHost: a\r\n\r\n");
+		n = with_byte_at(buf, "GET /", 't', len, len - 1, '?',
+				 " HTTP/1.1\r\nHost: a\r\n\r\n");
 		assert_int_equal(parse_n(buf, n), n);
 		assert_int_equal(req.target.len, 1 + len);
 	}
