@@ -101,45 +101,104 @@ void access_log_close(struct access_log *l)
 	free(l);
 }
 
-/* Append s escaped, at most max bytes of input. */
-static size_t put_escaped(char *o, size_t room, const char *s, size_t n,
-			  size_t max)
+/* A line being built.  Every append is cut to the room left, two bytes
+ * kept back for the closing quote and newline: a line never passes
+ * LOG_LINE_MAX, however long and however escaped its fields. */
+struct line {
+	size_t len;
+	char buf[LOG_LINE_MAX];
+};
+
+#define LINE_ROOM (LOG_LINE_MAX - 2)
+
+static void put(struct line *o, const char *s, size_t n)
+{
+	if (n > LINE_ROOM - o->len)
+		n = LINE_ROOM - o->len;
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+/* A string literal, its length counted by the compiler. */
+#define put_lit(o, lit) put((o), (lit), sizeof(lit) - 1)
+
+static void put_dec(struct line *o, uint64_t v)
+{
+	char d[20];
+	size_t i = sizeof(d);
+
+	do
+		d[--i] = (char)('0' + v % 10);
+	while (v /= 10);
+	put(o, d + i, sizeof(d) - i);
+}
+
+/* s escaped, at most max bytes of input; "-" for none. */
+static void put_escaped(struct line *o, const char *s, size_t n, size_t max)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t k = 0;
 
 	if (!s) {
-		if (room)
-			o[k++] = '-';
-		return k;
+		put_lit(o, "-");
+		return;
 	}
 	if (n > max)
 		n = max;
-	for (size_t i = 0; i < n && k + 4 < room; i++) {
+	for (size_t i = 0; i < n && o->len + 4 <= LINE_ROOM; i++) {
 		unsigned char ch = (unsigned char)s[i];
 
 		if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
-			o[k++] = '\\';
-			o[k++] = 'x';
-			o[k++] = hex[ch >> 4];
-			o[k++] = hex[ch & 15];
+			o->buf[o->len++] = '\\';
+			o->buf[o->len++] = 'x';
+			o->buf[o->len++] = hex[ch >> 4];
+			o->buf[o->len++] = hex[ch & 15];
 		} else {
-			o[k++] = (char)ch;
+			o->buf[o->len++] = (char)ch;
 		}
 	}
-	return k;
 }
 
-static void peer_name(const struct sockaddr_storage *ss, char *out, size_t n)
+/* "[26/Nov/2026:16:28:56 +0000] \"": gmtime and strftime once per second. */
+static void put_time(struct line *o)
 {
-	if (ss->ss_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr,
-			  out, (socklen_t)n);
-	else if (ss->ss_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr,
-			  out, (socklen_t)n);
-	else
-		snprintf(out, n, "-");
+	static time_t sec = -1;
+	static char when[48];
+	static size_t when_len;
+	time_t now = time(NULL);
+
+	if (now != sec) {
+		struct tm tm;
+
+		gmtime_r(&now, &tm);
+		when_len = strftime(when, sizeof(when),
+				    "[%d/%b/%Y:%H:%M:%S +0000] \"", &tm);
+		sec = now;
+	}
+	put(o, when, when_len);
+}
+
+static void put_peer(struct line *o, const struct sockaddr_storage *ss)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET) {
+		/* by hand: inet_ntop formats IPv4 with sprintf */
+		const unsigned char *a = (const unsigned char *)
+			&((const struct sockaddr_in *)ss)->sin_addr;
+
+		for (int i = 0; i < 4; i++) {
+			if (i)
+				put_lit(o, ".");
+			put_dec(o, a[i]);
+		}
+	} else if (ss->ss_family == AF_INET6 &&
+		   inet_ntop(AF_INET6,
+			     &((const struct sockaddr_in6 *)ss)->sin6_addr,
+			     host, sizeof(host))) {
+		put(o, host, strlen(host));
+	} else {
+		put_lit(o, "-");
+	}
 }
 
 static const struct http_str *field(const struct http_request *req,
@@ -155,45 +214,41 @@ void access_log_request(struct access_log *l,
 			const struct http_request *req, int status,
 			uint64_t bytes)
 {
-	char line[LOG_LINE_MAX], host[64], when[40];
+	/* Formatted by hand, not by printf: this runs once per request. */
+	struct line o;
 	const struct http_str *ref, *ua;
-	time_t now;
-	struct tm tm;
-	size_t k;
 
 	if (!l)
 		return;
-	peer_name(peer, host, sizeof(host));
-	now = time(NULL);
-	gmtime_r(&now, &tm);
-	strftime(when, sizeof(when), "%d/%b/%Y:%H:%M:%S +0000", &tm);
-	k = (size_t)snprintf(line, sizeof(line), "%s - - [%s] \"", host, when);
+	o.len = 0;
+	put_peer(&o, peer);
+	put_lit(&o, " - - ");
+	put_time(&o);
 	if (req) {
-		k += put_escaped(line + k, sizeof(line) - k, req->method_str.p,
-				 req->method_str.len, 16);
-		line[k++] = ' ';
-		k += put_escaped(line + k, sizeof(line) - k, req->target.p,
-				 req->target.len, 2048);
-		k += (size_t)snprintf(line + k, sizeof(line) - k,
-				      " HTTP/1.%d", req->minor);
+		put_escaped(&o, req->method_str.p, req->method_str.len, 16);
+		put_lit(&o, " ");
+		put_escaped(&o, req->target.p, req->target.len, 2048);
+		put_lit(&o, " HTTP/1.");
+		put_dec(&o, (uint64_t)req->minor);
 	} else {
-		line[k++] = '-';
+		put_lit(&o, "-");
 	}
 	ref = field(req, "Referer");
 	ua = field(req, "User-Agent");
-	k += (size_t)snprintf(line + k, sizeof(line) - k, "\" %d %llu \"",
-			      status, (unsigned long long)bytes);
-	k += put_escaped(line + k, sizeof(line) - k, ref ? ref->p : NULL,
-			 ref ? ref->len : 0, 512);
-	k += (size_t)snprintf(line + k, sizeof(line) - k, "\" \"");
-	k += put_escaped(line + k, sizeof(line) - k, ua ? ua->p : NULL,
-			 ua ? ua->len : 0, 512);
-	if (k + 2 > sizeof(line))
-		k = sizeof(line) - 2;
-	line[k++] = '"';
-	line[k++] = '\n';
-	if (l->len + k > sizeof(l->buf))
+	put_lit(&o, "\" ");
+	if (status < 0)
+		put_lit(&o, "-");
+	put_dec(&o, status < 0 ? -(uint64_t)status : (uint64_t)status);
+	put_lit(&o, " ");
+	put_dec(&o, bytes);
+	put_lit(&o, " \"");
+	put_escaped(&o, ref ? ref->p : NULL, ref ? ref->len : 0, 512);
+	put_lit(&o, "\" \"");
+	put_escaped(&o, ua ? ua->p : NULL, ua ? ua->len : 0, 512);
+	o.buf[o.len++] = '"';		/* the two bytes kept back */
+	o.buf[o.len++] = '\n';
+	if (l->len + o.len > sizeof(l->buf))
 		access_log_flush(l);
-	memcpy(l->buf + l->len, line, k);
-	l->len += k;
+	memcpy(l->buf + l->len, o.buf, o.len);
+	l->len += o.len;
 }

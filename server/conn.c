@@ -39,6 +39,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -465,24 +466,27 @@ static void complete(struct zh_conn *c, zh_answer how)
 		c->close_after = true;
 }
 
-/* Answer one parsed request (its head is the first head_len bytes of the
- * input).  Returns false if the answer waits in a handler. */
-static bool answer(struct zh_conn *c, const struct http_request *req,
-		   size_t head_len)
+/* Answer the request parsed into c->req.http (its head is the first
+ * head_len bytes of the input).  Returns false if the answer waits in a
+ * handler. */
+static bool answer(struct zh_conn *c, size_t head_len)
 {
 	struct zh_worker *w = c->w;
 	struct zh_request *r = &c->req;
+	const struct http_request *req = &r->http;
+	const size_t past_head = offsetof(struct zh_request, http) +
+				 sizeof(r->http);
 	zh_answer how;
 
-	*r = (struct zh_request){
-		.conn = c,
-		.w = w,
-		.vhost = &w->vhosts[vhost_find(w->cfg, req)],
-		.http = *req,
-		.head_len = head_len,
-		.head_only = req->method == HTTP_M_HEAD,
-		.keep_alive = (req->flags & HTTP_F_KEEP_ALIVE) && !w->stopping,
-	};
+	/* Everything but the head starts anew (no copy of the head). */
+	memset(r, 0, offsetof(struct zh_request, http));
+	memset((char *)r + past_head, 0, sizeof(*r) - past_head);
+	r->conn = c;
+	r->w = w;
+	r->vhost = &w->vhosts[vhost_find(w->cfg, req)];
+	r->head_len = head_len;
+	r->head_only = req->method == HTTP_M_HEAD;
+	r->keep_alive = (req->flags & HTTP_F_KEEP_ALIVE) && !w->stopping;
 	c->req_start = conn_queued_end(c);
 	w->stats->requests++;
 	if (r->vhost->site->stat_slot >= 0)
@@ -508,31 +512,34 @@ static bool answer_buffered(struct zh_conn *c)
 
 	while (!c->active && c->sock.in.len && !c->close_after &&
 	       c->nfl < MAX_INFLIGHT && zc_agg_len(c->out) < OUT_HIGH_WATER) {
-		struct http_request req = { .headers = w->slots };
-		ssize_t r = http_parse_request(&c->parser, c->sock.in.buf,
-					       c->sock.in.len,
-					       &w->cfg->limits, &req);
+		/* No request is active: its head is parsed in place. */
+		struct http_request *req = &c->req.http;
+		ssize_t r;
+
+		req->headers = w->slots;
+		r = http_parse_request(&c->parser, c->sock.in.buf,
+				       c->sock.in.len, &w->cfg->limits, req);
 
 		if (r == HTTP_PARSE_INCOMPLETE) {
 			if (c->sock.in.len < sock_in_cap(&c->sock))
 				return true;
 			/* Limits are below IN_CAP, so the parser should
 			 * have refused first; be safe anyway. */
-			req.error = HTTP_E_HEADERS_TOO_LARGE;
+			req->error = HTTP_E_HEADERS_TOO_LARGE;
 			r = HTTP_PARSE_ERROR;
 		}
 		if (r == HTTP_PARSE_ERROR) {
-			resp_error(c->out, req.error, false, false, NULL);
-			count_status(w, req.error);
+			resp_error(c->out, req->error, false, false, NULL);
+			count_status(w, req->error);
 			/* Unparsed: no Host to go by, the default site's. */
 			access_log_request(w->vhosts[w->cfg->default_site].log,
-					   &c->peer, NULL, req.error, 0);
+					   &c->peer, NULL, req->error, 0);
 			c->close_after = true;
 			c->linger = true;
 			drop_input(c);
 			return false;
 		}
-		if (!answer(c, &req, (size_t)r))
+		if (!answer(c, (size_t)r))
 			return false;	/* its handler has it now */
 		consume(c, (size_t)r);
 	}

@@ -1,24 +1,29 @@
 /*
  * http_parser.c - the HTTP/1.x request-head parser (see http_parser.h).
  *
- * Two layers:
+ * One pass over the lines, each looked at once, as it completes:
  *
- *   1. The scanner (http_parse_request) finds line ends in the bytes that
- *      are new since the last call, enforces the limits the moment a line
- *      completes, and checks the syntax of every completed line once before
- *      returning "incomplete".  It keeps offsets only.
- *   2. When the empty line arrives, finish() parses the head from the start
- *      into the request: request line, then every field into its slot, then
- *      the semantics (Host, framing, Connection, ...) over the slots.
+ *   The scanner (http_parse_request) finds line ends in the bytes that are
+ *   new since the last call, enforces the limits the moment a line
+ *   completes, and then parses that line: the request line into the
+ *   request, a field into its slot.  When the empty line arrives, the
+ *   semantics (Host, framing, Connection, ...) are worked out over the
+ *   slots.  Between calls it keeps offsets only.
  *
- * Why check syntax in layer 1 at all, when layer 2 re-parses everything?
- * So that garbage is answered as soon as its line ends instead of after a
- * timeout, and so that errors come out in one order no matter how the bytes
- * were split: line by line, each line's limits before its syntax, all
- * syntax before any semantics.  A limit error is reported only after the
- * lines before it are known to be valid (limit_error()), which is exactly
- * what a byte-by-byte caller would have seen.  In the common case (the
- * whole head in one read) layer 1 only runs memchr over the bytes.
+ *   A head that arrives in several pieces has lines that completed in
+ *   earlier calls, whose slots may point into a buffer that has moved
+ *   since.  Those calls still check each line as it completes, and
+ *   finish() parses the whole head again from the start once it is
+ *   complete: the price of resuming, paid only by heads that were split
+ *   after their request line.
+ *
+ * Checking each line as it completes answers garbage as soon as its line
+ * ends instead of after a timeout, and makes errors come out in one order
+ * no matter how the bytes were split: line by line, each line's limits
+ * before its syntax, all syntax before any semantics -- exactly what a
+ * byte-by-byte caller sees.  In the common case (the whole head in one
+ * read) each byte is searched once for its line end and looked at once by
+ * the line's parser.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -51,18 +56,6 @@ static const unsigned char hostchar[256] = {
 	['%'] = 1,
 };
 
-/* ASCII case-insensitive equality of s[0..n) with the lower-case `lc`. */
-int http_lc_eq(const char *s, size_t n, const char *lc)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (lc[i] == '\0' ||
-		    http_lower((unsigned char)s[i]) != (unsigned char)lc[i])
-			return 0;
-	return lc[n] == '\0';
-}
-
 static int str_eq(struct http_str a, struct http_str b)
 {
 	return a.len == b.len && memcmp(a.p, b.p, a.len) == 0;
@@ -85,14 +78,23 @@ const char *http_method_name(enum http_method m)
 	return method_names[m];
 }
 
-/* Methods are case-sensitive (RFC 9110 9.1): "get" is HTTP_M_OTHER. */
+/* Methods are case-sensitive (RFC 9110 9.1): "get" is HTTP_M_OTHER.
+ * Only the names of method_names[] of length n are compared. */
 static enum http_method method_lookup(const char *s, size_t n)
 {
-	enum http_method m;
+	static const enum http_method by_len[][3] = {
+		[3] = { HTTP_M_GET, HTTP_M_PUT },
+		[4] = { HTTP_M_HEAD, HTTP_M_POST },
+		[5] = { HTTP_M_TRACE, HTTP_M_PATCH },
+		[6] = { HTTP_M_DELETE },
+		[7] = { HTTP_M_OPTIONS, HTTP_M_CONNECT },
+	};
 
-	for (m = HTTP_M_GET; m <= HTTP_M_PATCH; m++)
-		if (strlen(method_names[m]) == n && memcmp(s, method_names[m], n) == 0)
-			return m;
+	if (n >= sizeof(by_len) / sizeof(by_len[0]))
+		return HTTP_M_OTHER;
+	for (const enum http_method *m = by_len[n]; *m != HTTP_M_OTHER; m++)
+		if (memcmp(s, method_names[*m], n) == 0)
+			return *m;
 	return HTTP_M_OTHER;
 }
 
@@ -106,14 +108,7 @@ static enum http_method method_lookup(const char *s, size_t n)
 
 static int valid_host(const char *s, size_t n)
 {
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!hostchar[(unsigned char)s[i]])
-			return 0;
-	return 1;
+	return n && http_skip_in(hostchar, s, s + n) == s + n;
 }
 
 static enum http_error parse_target(const char *s, size_t n,
@@ -121,9 +116,8 @@ static enum http_error parse_target(const char *s, size_t n,
 {
 	size_t i, a;
 
-	for (i = 0; i < n; i++)
-		if (!http_is_vchar((unsigned char)s[i]))
-			FAIL(HTTP_E_BAD_REQUEST, "bad character in request-target");
+	if (http_skip_text(s, s + n, false) != s + n)
+		FAIL(HTTP_E_BAD_REQUEST, "bad character in request-target");
 	r->target = (struct http_str){ s, n };
 	r->path = (struct http_str){ NULL, 0 };
 	r->authority = (struct http_str){ NULL, 0 };
@@ -180,11 +174,9 @@ static enum http_error parse_request_line(const char *s, const char *e,
 					  struct http_request *r,
 					  const char **why)
 {
-	const char *q = s, *sp;
+	const char *q = http_skip_in(http_tchar, s, e), *sp;
 	enum http_error err;
 
-	while (q < e && http_tchar[(unsigned char)*q])
-		q++;
 	if (q == s || q == e || *q != ' ')
 		FAIL(HTTP_E_BAD_REQUEST, "bad method");
 	if (q - s > MAX_METHOD)
@@ -216,12 +208,11 @@ static enum http_error parse_request_line(const char *s, const char *e,
 const char *http_field_split(const char *s, const char *e,
 			     struct http_str *name, struct http_str *value)
 {
-	const char *q = s, *v, *ve;
+	const char *q, *v, *ve;
 
 	if (s < e && http_is_ows(*s))
 		return "obs-fold (line folding)";
-	while (q < e && http_tchar[(unsigned char)*q])
-		q++;
+	q = http_skip_in(http_tchar, s, e);
 	if (q == e)
 		return "field without colon";
 	if (http_is_ows(*q))
@@ -232,10 +223,9 @@ const char *http_field_split(const char *s, const char *e,
 
 	for (v = q + 1; v < e && http_is_ows(*v); v++)
 		;
-	for (q = v; q < e; q++)
-		if (!http_is_vchar((unsigned char)*q) && !http_is_ows(*q))
-			return *q == '\r' ? "bare CR" :
-			       "control character in field value";
+	q = http_skip_text(v, e, true);
+	if (q < e)
+		return *q == '\r' ? "bare CR" : "control character in field value";
 	for (ve = e; ve > v && http_is_ows(ve[-1]); ve--)
 		;
 	*value = (struct http_str){ v, (size_t)(ve - v) };
@@ -441,43 +431,6 @@ static ssize_t fail(struct http_request *r, enum http_error err,
 	return HTTP_PARSE_ERROR;
 }
 
-/* Check the syntax of the complete lines in buf[p->checked .. to). */
-static enum http_error check_lines(struct http_parser *p, const char *buf,
-				   size_t to, const char **why)
-{
-	struct http_request scratch;
-	struct http_header h;
-	enum http_error err;
-
-	while (p->checked < to) {
-		size_t s = p->checked;
-		size_t lf = (const char *)memchr(buf + s, '\n', to - s) - buf;
-		size_t e = http_content_end(buf, s, lf);
-
-		memset(&scratch, 0, sizeof(scratch));
-		if (s == p->rl_start)
-			err = parse_request_line(buf + s, buf + e, &scratch, why);
-		else
-			err = parse_field(buf + s, buf + e, &h, why);
-		if (err)
-			return err;
-		p->checked = lf + 1;
-	}
-	return HTTP_OK;
-}
-
-/* A limit was exceeded by the line starting at `upto`: report it only if
- * everything before that line is valid, else the earlier error. */
-static ssize_t limit_error(struct http_parser *p, const char *buf, size_t upto,
-			   struct http_request *r, enum http_error err,
-			   const char *why)
-{
-	const char *w;
-	enum http_error e = check_lines(p, buf, upto, &w);
-
-	return e ? fail(r, e, w) : fail(r, err, why);
-}
-
 /* The whole head is buf[p->rl_start .. end): parse it into r. */
 static ssize_t finish(struct http_parser *p, const char *buf, size_t end,
 		      struct http_request *r)
@@ -517,8 +470,10 @@ ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
 			   const struct http_limits *lim,
 			   struct http_request *req)
 {
+	struct http_header *slots = req->headers, h;
 	enum http_error err;
 	const char *why;
+	bool direct;
 	size_t i, n, s, e;
 
 	if (len < p->scanned)
@@ -526,6 +481,10 @@ ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
 	if (p->done)
 		return finish(p, buf, p->done, req);
 
+	/* Does this call see the request line complete?  Then every line of
+	 * the head completes in calls that parse into req from the start,
+	 * and a head that completes in this call needs no second pass. */
+	direct = !p->rl_end;
 	while (http_next_line(buf, len, &p->scanned, &p->line_start, &s, &e)) {
 		i = p->line_start;	/* just past the line's LF */
 		if (!p->rl_end) {
@@ -533,32 +492,48 @@ ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
 				if (++p->nempty > MAX_LEADING_EMPTY)
 					return fail(req, HTTP_E_BAD_REQUEST,
 						    "empty lines before request");
-				p->rl_start = p->checked = i;
+				p->rl_start = i;
 				continue;
 			}
 			if (e - s > lim->max_request_line)
 				return fail(req, HTTP_E_URI_TOO_LONG,
 					    "request line too long");
 			p->rl_end = i;
+			memset(req, 0, sizeof(*req));
+			req->headers = slots;
+			err = parse_request_line(buf + s, buf + e, req, &why);
+			if (err)
+				return fail(req, err, why);
 			continue;
 		}
 		if (i - p->rl_end > lim->max_head_bytes)
-			return limit_error(p, buf, s, req, HTTP_E_HEADERS_TOO_LARGE,
-					   "header section too large");
+			return fail(req, HTTP_E_HEADERS_TOO_LARGE,
+				    "header section too large");
 		if (e == s) {
 			p->done = i;
-			return finish(p, buf, i, req);
+			if (!direct)
+				return finish(p, buf, i, req);
+			err = semantics(req, &why);
+			if (err)
+				return fail(req, err, why);
+			return (ssize_t)i;
 		}
 		if (++p->nfields > lim->max_headers)
-			return limit_error(p, buf, s, req, HTTP_E_HEADERS_TOO_LARGE,
-					   "too many header fields");
+			return fail(req, HTTP_E_HEADERS_TOO_LARGE,
+				    "too many header fields");
+		/* Lines completed in earlier calls are not in req (the buffer
+		 * may have moved since): then only check this one, and
+		 * finish() parses the head from the start. */
+		err = parse_field(buf + s, buf + e,
+				  direct ? &slots[p->nfields - 1] : &h, &why);
+		if (err)
+			return fail(req, err, why);
+		if (direct)
+			req->num_headers = p->nfields;
 	}
 
-	/* Incomplete: check the lines that did complete, then whether the
-	 * line still open already breaks a limit (it will only grow). */
-	err = check_lines(p, buf, p->line_start, &why);
-	if (err)
-		return fail(req, err, why);
+	/* Incomplete: does the line still open already break a limit (it
+	 * will only grow)? */
 	if (!p->rl_end) {
 		n = len - p->line_start;
 		if (n && buf[len - 1] == '\r')

@@ -33,7 +33,8 @@
  * complete, not when the whole head has arrived.  The parser keeps only
  * offsets between calls: the caller may move the buffer (compact it, copy
  * it) between calls as long as the bytes already passed stay the same.
- * `req` is filled only when a call returns a complete head (or an error).
+ * `req` holds a request only when a call returns a complete head (or an
+ * error); a call that returns "incomplete" may have written to it.
  * Feeding a request in any number of pieces gives exactly the same result
  * (return value, error code, fields) as feeding it all at once.
  *
@@ -200,7 +201,6 @@ struct http_parser {
 	size_t line_start;	/* start of the line being received */
 	size_t rl_start;	/* start of the request line */
 	size_t rl_end;		/* just past its line end; 0: not yet seen */
-	size_t checked;		/* complete lines before this are valid */
 	size_t nfields;		/* header lines completed */
 	unsigned nempty;	/* empty lines skipped before the request */
 	size_t done;		/* head length once complete, else 0 */

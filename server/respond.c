@@ -84,13 +84,9 @@ static void append(struct resp_head *h, const char *s, size_t n)
 /* A string literal, its length counted by the compiler. */
 #define append_lit(h, lit) append((h), (lit), sizeof(lit) - 1)
 
-static void appendz(struct resp_head *h, const char *s)
-{
-	append(h, s, strlen(s));
-}
-
-void resp_begin_reason(struct resp_head *h, int status, const char *reason,
-		       size_t reason_len)
+/* Status line, Server and Date: the lines every head starts with. */
+static void start_lines(struct resp_head *h, int status, const char *reason,
+			size_t reason_len)
 {
 	/* Every response starts here: no printf on this path. */
 	char code[4] = {
@@ -98,21 +94,53 @@ void resp_begin_reason(struct resp_head *h, int status, const char *reason,
 		(char)('0' + status % 10), ' '
 	};
 
+	append_lit(h, "HTTP/1.1 ");
+	append(h, code, sizeof(code));
+	append(h, reason, reason_len);
+	append_lit(h, "\r\nServer: zchttpd\r\nDate: ");
+	append(h, resp_date(), HTTP_DATE_LEN);
+	append_lit(h, "\r\n");
+}
+
+/* The start lines of the last head begun with its status's own reason.
+ * Nearly every response starts with the same bytes (one status, within
+ * one second), so they are formatted when the status or the second
+ * changes and copied in one piece. */
+static struct {
+	int status;
+	time_t sec;
+	size_t len;
+	char buf[128];		/* the longest reason phrase fits */
+} start = { .status = -1, .sec = -1 };
+
+void resp_begin_reason(struct resp_head *h, int status, const char *reason,
+		       size_t reason_len)
+{
 	if (!h->buf) {
 		h->buf = h->local;
 		h->cap = sizeof(h->local);
 	}
 	h->len = 0;
 	h->overflow = false;
-	append_lit(h, "HTTP/1.1 ");
-	append(h, code, sizeof(code));
-	if (reason)
-		append(h, reason, reason_len);
-	else
-		appendz(h, resp_reason(status));
-	append_lit(h, "\r\nServer: zchttpd\r\nDate: ");
-	append(h, resp_date(), HTTP_DATE_LEN);
-	append_lit(h, "\r\n");
+	if (reason) {
+		start_lines(h, status, reason, reason_len);
+		return;
+	}
+	resp_date();		/* date_sec: this second */
+	if (status != start.status || date_sec != start.sec) {
+		struct resp_head s;	/* its local room unused, not cleared */
+		const char *why = resp_reason(status);
+
+		s.buf = start.buf;
+		s.cap = sizeof(start.buf);
+		s.len = 0;
+		s.overflow = false;
+		start_lines(&s, status, why, strlen(why));
+		start.status = status;
+		start.sec = date_sec;
+		start.len = s.len;
+	}
+	append(h, start.buf, start.len);
 }
 
 void resp_begin(struct resp_head *h, int status)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "http_lex.h"
 #include "http_parser.h"
 
 #define SLOTS 256
@@ -219,6 +220,12 @@ static void test_methods(void **state)
 		{ "PROPFIND", HTTP_M_OTHER }, { "GETX", HTTP_M_OTHER },
 		{ "ABCDEFGHIJKLMNOP", HTTP_M_OTHER },	/* 16: the limit */
 		{ "M-SEARCH", HTTP_M_OTHER },
+		/* same lengths as known methods, one byte off */
+		{ "GEt", HTTP_M_OTHER }, { "PUTS", HTTP_M_OTHER },
+		{ "HEAP", HTTP_M_OTHER }, { "POSt", HTTP_M_OTHER },
+		{ "TRACK", HTTP_M_OTHER }, { "PATCh", HTTP_M_OTHER },
+		{ "DELETe", HTTP_M_OTHER }, { "OPTIONs", HTTP_M_OTHER },
+		{ "CONNECt", HTTP_M_OTHER }, { "G", HTTP_M_OTHER },
 	};
 	char buf[128];
 	size_t i;
@@ -700,6 +707,210 @@ static void test_error_order(void **state)
 	assert_string_equal(req.why, "bad field name");
 }
 
+/* The word-at-a-time scan against the byte-at-a-time definition of its
+ * classes: every byte value at every position of a word, then random
+ * strings (a fixed seed) of every length up to 40 made of the bytes at
+ * the classes' edges. */
+static int text_byte(unsigned char c, bool ws)
+{
+	return http_is_vchar(c) || (ws && http_is_ows((char)c));
+}
+
+static void test_word_scan(void **state)
+{
+	static const unsigned char fill[] = { 'A', 0x80, ' ', '\t', 0xff };
+	static const unsigned char edge[] = {
+		'a', ' ', '\t', '!', '~', 0x7f, 0x00, 0x1f, 0x20, 0x21, 0x80,
+		0xff, '\r', '\n',
+	};
+	unsigned char w[8], str[40];
+	unsigned seed = 12345;
+	size_t len, i, k, f;
+	int b, ws;
+
+	(void)state;
+	for (ws = 0; ws <= 1; ws++)
+		for (f = 0; f < sizeof(fill); f++)
+			for (k = 0; k < 8; k++)
+				for (b = 0; b < 256; b++) {
+					uint64_t x, m;
+
+					memset(w, fill[f], sizeof(w));
+					w[k] = (unsigned char)b;
+					memcpy(&x, w, sizeof(x));
+					m = http_flag_below_or_del(x, ws ? 0x20 : 0x21);
+					for (i = 0; i < 8; i++) {
+						unsigned char c = w[i];
+						int flagged = c < (ws ? 0x20 : 0x21) ||
+							      c == 0x7f;
+						uint64_t bit;
+
+						memset(w, 0, sizeof(w));
+						w[i] = 0x80;
+						memcpy(&bit, w, sizeof(bit));
+						memset(w, fill[f], sizeof(w));
+						w[k] = (unsigned char)b;
+						assert_int_equal(!!(m & bit), flagged);
+					}
+				}
+	for (i = 0; i < 20000; i++) {
+		const char *want;
+
+		seed = seed * 1103515245u + 12345u;
+		len = (seed >> 8) % (sizeof(str) + 1);
+		for (k = 0; k < len; k++) {
+			seed = seed * 1103515245u + 12345u;
+			/* mostly clean, so scans run long */
+			str[k] = (seed >> 16) % 8 ? 'a' + (seed >> 20) % 26 :
+						    edge[(seed >> 20) % sizeof(edge)];
+		}
+		for (ws = 0; ws <= 1; ws++) {
+			const char *p = (const char *)str, *e = p + len;
+
+			for (k = 0; k < len && text_byte(str[k], ws); k++)
+				;
+			want = p + k;
+			assert_ptr_equal(http_skip_text(p, e, ws), want);
+		}
+	}
+}
+
+/* The scans against their byte-at-a-time definitions, exhaustively: a
+ * range of every length up to 24 (three words, so every way a range ends
+ * in a full word, an overlapping last word or the short path), starting
+ * at every alignment, with every byte value at every position in a clean
+ * range (the rest is the class's own, so the scan must stop exactly
+ * there).  Then the table scan (tchar) the same way. */
+static void test_scan_exhaustive(void **state)
+{
+	static const unsigned char clean[] = { 'a', 0x80, 0xff, '~', '!' };
+	char buf[8 + 24 + 8];
+	size_t align, len, k, f;
+	int b, ws;
+
+	(void)state;
+	for (align = 0; align < 8; align++)
+		for (len = 0; len <= 24; len++)
+			for (f = 0; f < sizeof(clean); f++)
+				for (k = 0; k <= len; k++)
+					for (b = 0; b < 256; b++) {
+						const char *p = buf + align, *e = p + len;
+						const char *want;
+
+						/* bytes outside [p, e) are bad: a
+						 * scan that reads past e and uses it
+						 * would stop there */
+						memset(buf, 0x00, sizeof(buf));
+						memset(buf + align, clean[f], len);
+						if (k < len)
+							buf[align + k] = (char)b;
+						for (ws = 0; ws <= 1; ws++) {
+							want = k < len && !text_byte((unsigned char)b, ws) ?
+							       p + k : e;
+							assert_ptr_equal(http_skip_text(p, e, ws), want);
+						}
+						want = k < len && !http_tchar[b] ? p + k : e;
+						memset(buf + align, 'a', len);
+						if (k < len)
+							buf[align + k] = (char)b;
+						assert_ptr_equal(http_skip_in(http_tchar, p, e), want);
+						if (k == len)
+							break;	/* no byte to vary */
+					}
+}
+
+/* In buf: `before`, len bytes of `fill` with c at k, `after`; its length. */
+static size_t with_byte_at(char *buf, const char *before, char fill,
+			   size_t len, size_t k, unsigned char c,
+			   const char *after)
+{
+	size_t n = strlen(before);
+
+	memcpy(buf, before, n);
+	memset(buf + n, fill, len);
+	buf[n + k] = (char)c;
+	n += len;
+	memcpy(buf + n, after, strlen(after));
+	return n + strlen(after);
+}
+
+/* The scans go several bytes per step (http_lex.h): every character class
+ * is checked at every position of names, targets and values of every
+ * length around the step sizes, so that no byte escapes a word or a
+ * tail. */
+static void test_scan_positions(void **state)
+{
+	static const unsigned char bad_value[] = {
+		0x00, 0x01, 0x08, 0x0b, 0x0c, 0x0d, 0x1f, 0x7f,
+	};
+	static const unsigned char good_value[] = {
+		'\t', ' ', '!', '~', ':', '"', 0x80, 0xc3, 0xff,
+	};
+	static const unsigned char bad_target[] = {
+		0x00, 0x01, '\t', 0x0d, 0x1f, 0x7f,
+	};
+	static const unsigned char bad_name[] = {
+		'"', '(', ')', ',', '/', ';', '<', '=', '>', '?', '@', '[',
+		'\\', ']', '{', '}', 0x01, 0x7f, 0x80, 0xff,
+	};
+	const char *tchars = "!#$%&'*+-.^_`|~09AZaz";
+	const char *head = "GET / HTTP/1.1\r\nHost: a\r\n";
+	char buf[256];
+	size_t len, k, i, n;
+
+	(void)state;
+	for (len = 1; len <= 27; len++) {
+		for (k = 0; k < len; k++) {
+			/* field values: a CTL or DEL anywhere is 400 */
+			for (i = 0; i < sizeof(bad_value); i++) {
+				n = with_byte_at(buf, "GET / HTTP/1.1\r\nHost: a\r\nX: ",
+						 'v', len, k, bad_value[i], "\r\n\r\n");
+				expect_error_n(buf, n, 400);
+				assert_string_equal(req.why, bad_value[i] == '\r' ?
+						    "bare CR" :
+						    "control character in field value");
+			}
+			/* ... HTAB, SP (inside), VCHAR and obs-text are not */
+			for (i = 0; i < sizeof(good_value); i++) {
+				n = with_byte_at(buf, "GET / HTTP/1.1\r\nHost: a\r\nX: [",
+						 'v', len, k, good_value[i], "]\r\n\r\n");
+				assert_int_equal(parse_n(buf, n), n);
+				assert_int_equal(req.headers[1].value.len, len + 2);
+			}
+			/* request-targets: CTLs, HTAB and DEL are 400 */
+			for (i = 0; i < sizeof(bad_target); i++) {
+				n = with_byte_at(buf, "GET /", 't', len, k, bad_target[i],
+						 " HTTP/1.1\r\nHost: a\r\n\r\n");
+				expect_error_n(buf, n, 400);
+				assert_string_equal(req.why,
+						    "bad character in request-target");
+			}
+			/* field names: separators, CTLs, DEL, obs-text are 400 */
+			for (i = 0; i < sizeof(bad_name); i++) {
+				n = with_byte_at(buf, head, 'N', len, k, bad_name[i],
+						 ": v\r\n\r\n");
+				expect_error_n(buf, n, 400);
+			}
+			/* ... every kind of tchar is not */
+			n = with_byte_at(buf, head, 'N', len, k,
+					 (unsigned char)tchars[(len + k) % strlen(tchars)],
+					 ": v\r\n\r\n");
+			assert_int_equal(parse_n(buf, n), n);
+			assert_int_equal(req.headers[1].name.len, len);
+			/* Host values: anything outside host characters is 400 */
+			n = with_byte_at(buf, "GET / HTTP/1.1\r\nHost: ", 'h', len, k,
+					 '/', "\r\n\r\n");
+			expect_error_n(buf, n, 400);
+			assert_string_equal(req.why, "bad Host");
+		}
+		/* a clean target of this length, with a query */
+		n = with_byte_at(buf, "GET /", 't', len, len - 1, '?',
+				 " HTTP/1.1\r\nHost: a\r\n\r\n");
+		assert_int_equal(parse_n(buf, n), n);
+		assert_int_equal(req.target.len, 1 + len);
+	}
+}
+
 /* Slowloris: a large head dripped in one byte per call is linear.  With a
  * quadratic rescan this case does ~10^9 steps and trips the timeout. */
 static void test_drip_is_linear(void **state)
@@ -749,6 +960,9 @@ int main(void)
 		cmocka_unit_test_setup(test_limit_header_count, setup),
 		cmocka_unit_test_setup(test_limit_head_bytes, setup),
 		cmocka_unit_test_setup(test_error_order, setup),
+		cmocka_unit_test_setup(test_word_scan, setup),
+		cmocka_unit_test_setup(test_scan_exhaustive, setup),
+		cmocka_unit_test_setup(test_scan_positions, setup),
 		cmocka_unit_test_setup(test_drip_is_linear, setup),
 	};
 
