@@ -11,7 +11,8 @@
 # N1 and N2 keep-alive requests on one connection), divided by N2 - N1, so
 # start-up and shutdown cancel out.  Prints one line per process: the
 # worker, and for fastcgi the application.  BUILD (default build/) picks
-# the Meson tree; N1, N2 (default 1000, 3000) the request counts.
+# the Meson tree; N1, N2 (default 1000, 3000) the request counts; ARGS
+# more zchttpd options (ARGS="--event io_uring").
 # The static file is served from the cache after the warm-up (a hit).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,7 +35,7 @@ mkdir -p "$work/root"
 # run N: callgrind files of every process for 200 + N requests, in $work/N.
 run() {
 	local n=$1 out=$work/$1 port pid
-	local args=(--root "$work/root" --workers 1 --io-threads 0)
+	local args=(--root "$work/root" --workers 1 --io-threads 0 ${ARGS:-})
 
 	mkdir -p "$out"
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
