@@ -150,10 +150,10 @@ static const struct http_str *field(const struct http_request *req,
 	return h ? &h->value : NULL;
 }
 
-void access_log_request(struct access_log *l,
-			const struct sockaddr_storage *peer,
-			const struct http_request *req, int status,
-			uint64_t bytes)
+void access_log_request_proto(struct access_log *l,
+			      const struct sockaddr_storage *peer,
+			      const struct http_request *req,
+			      const char *proto, int status, uint64_t bytes)
 {
 	char line[LOG_LINE_MAX], host[64], when[40];
 	const struct http_str *ref, *ua;
@@ -174,8 +174,12 @@ void access_log_request(struct access_log *l,
 		line[k++] = ' ';
 		k += put_escaped(line + k, sizeof(line) - k, req->target.p,
 				 req->target.len, 2048);
-		k += (size_t)snprintf(line + k, sizeof(line) - k,
-				      " HTTP/1.%d", req->minor);
+		if (proto)
+			k += (size_t)snprintf(line + k, sizeof(line) - k,
+					      " %s", proto);
+		else
+			k += (size_t)snprintf(line + k, sizeof(line) - k,
+					      " HTTP/1.%d", req->minor);
 	} else {
 		line[k++] = '-';
 	}

@@ -27,6 +27,8 @@ struct fcgi_params_in {
 	uint64_t content_length;
 	const struct sockaddr_storage *server;
 	const struct sockaddr_storage *peer;
+	const char *protocol;		/* SERVER_PROTOCOL; NULL: HTTP/1.x
+					 * from req */
 };
 
 /* A published pool buffer holding BEGIN_REQUEST (role responder,
