@@ -1,4 +1,4 @@
-"""pytest: the server's CPU budget of issue 15's method (budget.py): quota
+"""pytest: the server's CPU budget of the server-bound method (budget.py): quota
 math, cgroup v1/v2 detection and paths on a fake sysfs tree, the group's
 CPU accounting, and on this machine's real v1 controller: the quota binds,
 a process killed by SIGINT/SIGTERM/SIGHUP removes its group, and one killed

@@ -1,4 +1,4 @@
-"""pytest: the method of issue 15 as zcbench uses it -- client-bound marking
+"""pytest: the server-bound method (docs/bench-static.md) as zcbench uses it -- client-bound marking
 in the results, tables and files (cpu.py, report.py, preload_report.py),
 --server-cpu on the command line, and a real `zcbench static` interrupted
 by a signal leaving no cgroup behind.  The budget module itself is tested

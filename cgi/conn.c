@@ -16,19 +16,19 @@
  * above consume a chunk only when they fetch the next one, so the bytes an
  * application reads from FCGX_GetStr never move.
  *
- * Output goes as batches of records built by the streams.  On a socket a
- * batch is one gathered sendmsg (bytes staged or lent by the app, record
- * headers from the batch itself) with sendfile for file extents.  On a
- * channel it is ONE message: all the record headers (and the few bodies
- * that are bytes) copied into one small pool buffer, and the content as
- * slices of the streams' pool buffers, cached documents and file extents,
- * each record's content a sub-slice of them (no copy).
+ * Output goes as batches of records built by the streams, framed by the
+ * protocol library (fcgi_batch.h) into one aggregate.  On a socket it is
+ * written with iol_write: record headers (from the batch itself) and bytes
+ * staged or lent by the app gathered into sendmsg, file extents with
+ * sendfile.  On a channel it is ONE message: all the record headers (and
+ * the few bodies that are bytes) copied into one small pool buffer, and
+ * the content as slices of the streams' pool buffers, cached documents and
+ * file extents, each record's content a sub-slice of them (no copy).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -200,7 +200,8 @@ int zcf_conn_accept(int lsock, struct zcf_conn **out)
 		c->fd = zc_channel_fd(c->ch);
 	} else {
 		c->rbuf = malloc(ZCF_RBUF_SIZE);
-		if (!c->rbuf) {
+		if (!c->rbuf || zc_sink_init(&c->sink, fd)) {
+			free(c->rbuf);
 			close(fd);
 			free(c);
 			return -ENOMEM;
@@ -501,7 +502,7 @@ zc_pool *zcf_pool(void)
 __attribute__((destructor)) static void pool_fini(void)
 {
 	/* Buffers still lent keep the memory until they come back. */
-	zc_pool_destroy(out_pool);
+	zc_pool_release(out_pool);
 	out_pool = NULL;
 }
 
@@ -580,250 +581,57 @@ bool zcf_conn_file_ok(struct zcf_conn *c, zc_file *f)
 
 void zcf_batch_init(struct zcf_batch *b, struct zcf_conn *c, int rawfd)
 {
-	memset(b, 0, sizeof(*b));
 	b->c = c;
 	b->rawfd = c ? c->fd : rawfd;
+	fcgi_batch_init(&b->recs);
 }
 
-static struct zcf_rec *batch_rec(struct zcf_batch *b, uint8_t type,
-				 uint16_t id, size_t len)
+/* The standard transport: the records written with iol_write -- headers
+ * and bytes gathered into sendmsg from where they are, buffer slices
+ * from their memory or by reference, file extents with sendfile -- on
+ * the connection's sink (probed once), or a bare socket's. */
+static int send_socket(struct zcf_batch *b, zc_agg *recs)
 {
-	struct zcf_rec *r;
+	zc_sink bare;
+	const zc_sink *sink = b->c ? &b->c->sink : &bare;
 
-	if (b->err)
-		return NULL;
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 8;
+	if (!b->c && zc_sink_init(&bare, b->rawfd))
+		return -EBADF;
+	while (zc_agg_len(recs)) {
+		ssize_t n = iol_write_sink(sink, recs);
 
-		r = realloc(b->r, cap * sizeof(*r));
-		if (!r) {
-			b->err = -ENOMEM;
-			return NULL;
-		}
-		b->r = r;
-		b->cap = cap;
-	}
-	r = &b->r[b->n++];
-	memset(r, 0, sizeof(*r));
-	fcgi_header_encode(r->hdr, type, id, (uint16_t)len, 0);
-	r->len = len;
-	return r;
-}
-
-void zcf_batch_bytes(struct zcf_batch *b, uint8_t type, uint16_t id,
-		     const void *p, size_t len)
-{
-	const uint8_t *s = p;
-
-	do {
-		size_t n = len > FCGI_MAX_CONTENT ? FCGI_MAX_CONTENT : len;
-		struct zcf_rec *r = batch_rec(b, type, id, n);
-
-		if (!r)
-			return;
-		r->bytes = n ? s : NULL;
-		s += n;
-		len -= n;
-	} while (len);
-}
-
-void zcf_batch_agg(struct zcf_batch *b, uint8_t type, uint16_t id,
-		   zc_agg *agg)
-{
-	size_t len = zc_agg_len(agg);
-
-	do {
-		size_t n = len > FCGI_MAX_CONTENT ? FCGI_MAX_CONTENT : len;
-		zc_agg *tail = NULL;
-		struct zcf_rec *r;
-		int err;
-
-		if (n < len && (err = zc_agg_split(agg, n, &tail))) {
-			b->err = b->err ? b->err : err;
-			break;
-		}
-		r = batch_rec(b, type, id, n);
-		if (!r) {
-			zc_agg_release(tail);
-			break;
-		}
-		if (n) {
-			r->agg = agg;
-		} else {
-			zc_agg_release(agg);
-		}
-		agg = tail;
-		len -= n;
-	} while (agg);
-	zc_agg_release(agg);
-}
-
-void zcf_batch_free(struct zcf_batch *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		zc_agg_release(b->r[i].agg);
-	free(b->r);
-	b->r = NULL;
-	b->n = b->cap = 0;
-}
-
-/* Send iov[0..n) completely (a blocking socket). */
-static int send_all(int fd, struct iovec *iov, size_t n)
-{
-	while (n) {
-		struct msghdr mh = {
-			.msg_iov = iov,
-			.msg_iovlen = n > IOV_MAX ? IOV_MAX : n,
-		};
-		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		while (n && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n) {
-			iov->iov_base = (char *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
+		if (n < 0 && n != -EINTR)
+			return (int)n;
 	}
 	return 0;
 }
 
-static int send_file_slice(int fd, const struct zc_slice *s)
-{
-	zc_agg *a;
-	int err = zc_agg_create(&a);
-
-	if (err)
-		return err;
-	err = zc_agg_append_file(a, s->file, s->off, s->len);
-	while (!err && zc_agg_len(a) > 0) {
-		ssize_t w = iol_write(fd, a);
-
-		if (w < 0 && w != -EINTR)
-			err = (int)w;
-	}
-	zc_agg_release(a);
-	return err;
-}
-
-/* The standard transport: headers and bytes gathered, buffer slices
- * written from their memory (the socket's copy), file extents with
- * sendfile. */
-static int batch_send_socket(struct zcf_batch *b)
-{
-	struct iovec *iov;
-	size_t n = 0, cap = 64;
-	int err = 0;
-
-	if (!(iov = malloc(cap * sizeof(*iov))))
-		return -ENOMEM;
-	for (size_t i = 0; i < b->n && !err; i++) {
-		struct zcf_rec *r = &b->r[i];
-		size_t ns = r->agg ? zc_agg_nslices(r->agg) : 0;
-
-		if (n + 2 + ns > cap) {
-			struct iovec *v;
-
-			cap = (n + 2 + ns) * 2;
-			if (!(v = realloc(iov, cap * sizeof(*iov)))) {
-				err = -ENOMEM;
-				break;
-			}
-			iov = v;
-		}
-		iov[n++] = (struct iovec){ r->hdr, FCGI_HEADER_LEN };
-		if (r->bytes)
-			iov[n++] = (struct iovec){ (void *)r->bytes, r->len };
-		for (size_t j = 0; j < ns && !err; j++) {
-			struct zc_slice s;
-			const char *d;
-
-			zc_agg_slice(r->agg, j, &s);
-			if (s.kind == ZC_SLICE_FILE) {
-				err = send_all(b->rawfd, iov, n);
-				n = 0;
-				if (!err)
-					err = send_file_slice(b->rawfd, &s);
-				continue;
-			}
-			if (!(d = zc_buf_data(s.buf))) {
-				err = -EIO;
-				break;
-			}
-			iov[n++] = (struct iovec){ (void *)(d + s.off), s.len };
-		}
-	}
-	if (!err)
-		err = send_all(b->rawfd, iov, n);
-	free(iov);
-	return err;
-}
-
-/* The zero-copy transport: one message. */
-static int batch_send_channel(struct zcf_batch *b)
-{
-	size_t hlen = 0, off = 0;
-	zc_buf *hb = NULL;
-	zc_agg *msg = NULL;
-	uint8_t *w;
-	int err;
-
-	for (size_t i = 0; i < b->n; i++)
-		hlen += FCGI_HEADER_LEN + (b->r[i].bytes ? b->r[i].len : 0);
-	if (!hlen)
-		return 0;
-	if ((err = zc_buf_alloc(zcf_pool(), hlen, &hb)))
-		return err;
-	w = zc_buf_wptr(hb);
-	for (size_t i = 0; i < b->n; i++) {
-		memcpy(w + off, b->r[i].hdr, FCGI_HEADER_LEN);
-		off += FCGI_HEADER_LEN;
-		if (b->r[i].bytes) {
-			memcpy(w + off, b->r[i].bytes, b->r[i].len);
-			off += b->r[i].len;
-		}
-	}
-	if ((err = zc_buf_publish(hb, hlen)) || (err = zc_agg_create(&msg)))
-		goto out;
-	off = 0;
-	for (size_t i = 0; i < b->n && !err; i++) {
-		size_t l = FCGI_HEADER_LEN + (b->r[i].bytes ? b->r[i].len : 0);
-
-		err = zc_agg_append_buf(msg, hb, off, l);
-		off += l;
-		if (!err && b->r[i].agg)
-			err = zc_agg_concat(msg, b->r[i].agg);
-	}
-	if (!err) {
-		do
-			err = zc_channel_send(b->c->ch, msg);
-		while (err == -EINTR);
-	}
-out:
-	zc_agg_release(msg);
-	zc_buf_release(hb);
-	return err;
-}
-
 int zcf_batch_send(struct zcf_batch *b)
 {
-	int err = b->err;
+	bool chan = b->c && b->c->ch;
+	zc_agg *recs = NULL;
+	int err = 0;
 
-	if (!err && b->c && b->c->broken)
+	if (b->c && b->c->broken)
 		err = -EPIPE;
-	if (!err && b->n)
-		err = b->c && b->c->ch ? batch_send_channel(b)
-				       : batch_send_socket(b);
+	if (!err && b->recs.n && !(err = zc_agg_create(&recs)))
+		/* A channel: one message, the headers and bytes in one of our
+		 * buffers.  A socket: nothing copied before the kernel. */
+		err = chan ? fcgi_batch_build(&b->recs, FCGI_BATCH_COPY,
+					      zcf_pool(), recs)
+			   : fcgi_batch_build(&b->recs, FCGI_BATCH_BORROW,
+					      NULL, recs);
+	if (!err && recs && chan) {
+		do
+			err = zc_channel_send(b->c->ch, recs);
+		while (err == -EINTR);
+	} else if (!err && recs) {
+		err = send_socket(b, recs);
+	}
+	zc_agg_release(recs);
 	if (err && b->c)
 		b->c->broken = true;
-	zcf_batch_free(b);
+	fcgi_batch_free(&b->recs);
 	return err;
 }
 
@@ -833,6 +641,6 @@ int zcf_conn_send_record(struct zcf_conn *c, uint8_t type, uint16_t id,
 	struct zcf_batch b;
 
 	zcf_batch_init(&b, c, -1);
-	zcf_batch_bytes(&b, type, id, content, len);
+	fcgi_batch_bytes(&b.recs, type, id, content, len);
 	return zcf_batch_send(&b);
 }

@@ -519,14 +519,14 @@ static int writer_add(struct zcf_stream *st, struct zcf_batch *b, bool eos)
 	if (st->wbuf && zcf_writer_seal(st))
 		return -1;
 	if (st->pend) {
-		zcf_batch_agg(b, st->type, st->id, st->pend);
+		fcgi_batch_agg(&b->recs, st->type, st->id, st->pend);
 		st->pend = NULL;
 	}
 	if (st->stage && st->s.wrNext != st->stage)
-		zcf_batch_bytes(b, st->type, st->id, st->stage,
+		fcgi_batch_bytes(&b->recs, st->type, st->id, st->stage,
 				(size_t)(st->s.wrNext - st->stage));
 	if (eos)
-		zcf_batch_bytes(b, st->type, st->id, NULL, 0);
+		fcgi_batch_bytes(&b->recs, st->type, st->id, NULL, 0);
 	return 0;
 }
 
@@ -568,16 +568,16 @@ int zcf_writer_push(struct zcf_stream *st, const void *bytes, size_t len,
 	}
 	zcf_batch_init(&b, st_conn(st), st->rawfd);
 	if (writer_add(st, &b, false)) {
-		zcf_batch_free(&b);
+		fcgi_batch_free(&b.recs);
 		zc_agg_release(agg);
 		return -1;
 	}
 	if (len)
-		zcf_batch_bytes(&b, st->type, st->id, bytes, len);
+		fcgi_batch_bytes(&b.recs, st->type, st->id, bytes, len);
 	if (agg)
-		zcf_batch_agg(&b, st->type, st->id, agg);
+		fcgi_batch_agg(&b.recs, st->type, st->id, agg);
 	if (eos)
-		zcf_batch_bytes(&b, st->type, st->id, NULL, 0);
+		fcgi_batch_bytes(&b.recs, st->type, st->id, NULL, 0);
 	err = zcf_batch_send(&b);
 	writer_sent(st, err);
 	if (!err && !eos && st->req)
@@ -1120,8 +1120,8 @@ void FCGX_Finish_r(FCGX_Request *r)
 		}
 		fcgi_end_encode(end, (uint16_t)r->requestId,
 				(uint32_t)r->appStatus, FCGI_REQUEST_COMPLETE);
-		zcf_batch_bytes(&b, FCGI_END_REQUEST, (uint16_t)r->requestId,
-				end + 8, 8);
+		fcgi_batch_bytes(&b.recs, FCGI_END_REQUEST,
+				 (uint16_t)r->requestId, end + 8, 8);
 		err = zcf_batch_send(&b);
 		q->ended = true;
 		if (err)

@@ -7,8 +7,9 @@
  *
  *   conn.c       a connection: accept and transport detection, the input
  *                (socket bytes or channel aggregates, read as chunks), the
- *                record reader, and batches of records going out (iovecs
- *                on a socket, one channel message of slices on a channel)
+ *                record reader, and batches of records going out (one
+ *                aggregate: iol_write on a socket, one message on a
+ *                channel)
  *   fcgiapp.c    the FCGX_* calls: requests, the protocol a request runs,
  *                parameters, streams
  *   fcgi_stdio.c the FCGI_* calls of fcgi_stdio.h
@@ -30,6 +31,8 @@
 #include <fcgiapp.h>
 
 #include "zc.h"
+#include "zc_channel.h"
+#include "fcgi_batch.h"
 #include "fcgi_proto.h"
 
 /* Bytes of PARAMS one request may send (the joined block). */
@@ -54,6 +57,8 @@ struct zcf_conn {
 	bool broken;		/* protocol or I/O error: close, answer nothing */
 	bool eof;		/* the peer has closed (or is gone) */
 
+	/* Output, standard transport: the socket as iol_write sees it. */
+	zc_sink sink;
 	/* Input, standard transport: bytes [rpos, rend) of rbuf. */
 	uint8_t *rbuf;
 	size_t rpos, rend;
@@ -112,33 +117,18 @@ int zcf_conn_poll_input(struct zcf_conn *c);
 void zcf_conn_copy_buffered(struct zcf_conn *c, size_t off, void *dst,
 			    size_t n);
 
-/* A batch of outgoing records, sent at once. */
-struct zcf_rec {
-	uint8_t hdr[FCGI_HEADER_LEN];
-	const void *bytes;	/* content as bytes (or NULL) */
-	size_t len;
-	zc_agg *agg;		/* content as slices (owned; or NULL) */
-};
-
+/* A batch of outgoing records (fcgi_batch.h: fcgi_batch_bytes and
+ * fcgi_batch_agg on recs), sent at once. */
 struct zcf_batch {
 	struct zcf_conn *c;
 	int rawfd;		/* no connection: a bare socket (CreateWriter) */
-	struct zcf_rec *r;
-	size_t n, cap;
-	int err;		/* first error while building */
+	struct fcgi_batch recs;
 };
 
 void zcf_batch_init(struct zcf_batch *b, struct zcf_conn *c, int rawfd);
-/* Records of `type` for `len` bytes (cut at 65535); len 0 is one empty
- * record.  The bytes must stay valid until zcf_batch_send. */
-void zcf_batch_bytes(struct zcf_batch *b, uint8_t type, uint16_t id,
-		     const void *p, size_t len);
-/* Records for the content of agg (taken over: released by the batch). */
-void zcf_batch_agg(struct zcf_batch *b, uint8_t type, uint16_t id,
-		   zc_agg *agg);
-/* Send everything: 0 or a negative errno.  Frees the batch either way. */
+/* Send everything: 0 or a negative errno.  Frees the batch either way;
+ * bytes added to it must stay as they are until then. */
 int zcf_batch_send(struct zcf_batch *b);
-void zcf_batch_free(struct zcf_batch *b);
 
 /* Write one whole record now (END_REQUEST, management answers). */
 int zcf_conn_send_record(struct zcf_conn *c, uint8_t type, uint16_t id,

@@ -255,39 +255,70 @@ static void unpin_shared(struct cache *c, struct cache_entry *e)
 
 /* ----------------------------------------------------------------- hits */
 
-/* Tell the policy about the hits gathered so far (under the lock). */
+/* Tell the policy about the hits every worker has recorded (under the
+ * lock). */
 static void apply_hits(struct cache *c)
 {
 	struct cache_zone *z = c->z;
 
-	for (unsigned i = 0; i < c->nhits; i++) {
-		struct cache_entry *e = &z->slots[c->hits[i].slot];
+	for (unsigned w = 0; w < z->cfg.nworkers; w++) {
+		struct hit_ring *r = &z->hit_rings[w];
+		uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
 
-		if (atomic_load_explicit(&e->state, memory_order_relaxed) ==
-			    CE_READY && e->gen == c->hits[i].gen &&
-		    gds_cached(&e->g))
-			gds_hit(&z->gds, &e->g);
+		if (h - t > HIT_RING)	/* a dead worker's nonsense */
+			t = h - HIT_RING;
+		for (; t != h; t++) {
+			uint32_t s = r->e[t % HIT_RING].slot;
+			struct cache_entry *e;
+
+			if (s >= z->cfg.max_entries)
+				continue;
+			e = &z->slots[s];
+			if (atomic_load_explicit(&e->state,
+						 memory_order_relaxed) ==
+				    CE_READY &&
+			    e->gen == r->e[t % HIT_RING].gen &&
+			    gds_cached(&e->g))
+				gds_hit(&z->gds, &e->g);
+		}
+		atomic_store_explicit(&r->tail, h, memory_order_release);
 	}
-	c->nhits = 0;
+}
+
+/* Hits of ours the policy has not seen yet. */
+static uint32_t hits_owed(const struct cache *c)
+{
+	return atomic_load_explicit(&c->hits->head, memory_order_relaxed) -
+	       atomic_load_explicit(&c->hits->tail, memory_order_acquire);
 }
 
 static void flush_hits(struct cache *c)
 {
-	if (!c->nhits)
+	if (!hits_owed(c))
 		return;
 	cache_lock(c);
 	apply_hits(c);
 	cache_unlock(c);
 }
 
+/* A hit goes into our ring (our own cache lines: no lock, nothing another
+ * worker writes); a full ring is told to the policy first. */
 static void record_hit(struct cache *c, struct cache_entry *e)
 {
-	if (!c->nhits)
-		c->first_hit_ms = c->now_ms;
-	c->hits[c->nhits].slot = slot_of(c, e);
-	c->hits[c->nhits].gen = e->gen;
-	if (++c->nhits == CACHE_HIT_BATCH)
+	struct hit_ring *r = c->hits;
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint32_t owed = hits_owed(c);
+
+	if (owed >= HIT_RING) {
 		flush_hits(c);
+		owed = 0;
+	}
+	if (!owed)
+		c->first_hit_ms = c->now_ms;
+	r->e[h % HIT_RING].slot = slot_of(c, e);
+	r->e[h % HIT_RING].gen = e->gen;
+	atomic_store_explicit(&r->head, h + 1, memory_order_release);
 }
 
 /* ------------------------------------------------------- the public calls */
@@ -335,6 +366,7 @@ int cache_attach(struct cache_zone *z, unsigned worker, struct cache **out)
 	c->z = z;
 	c->worker = worker;
 	c->pins = zone_pin(z, worker, 0);
+	c->hits = &z->hit_rings[worker];
 	c->local = calloc(z->cfg.max_entries, sizeof(*c->local));
 	c->held = calloc(z->cfg.max_entries, sizeof(*c->held));
 	err = c->local && c->held ? zc_file_from_fd(z->memfd, &c->arena_file) : -ENOMEM;
@@ -372,7 +404,7 @@ void cache_detach(struct cache *c)
 	 * reload's workers want them warm. */
 	page_drop_clear(&c->drops);
 	zc_file_release(c->arena_file);
-	zc_pool_destroy(c->snap_pool);
+	zc_pool_release(c->snap_pool);
 	free(c->local);
 	free(c->held);
 	free(c);
@@ -592,12 +624,12 @@ int cache_maintain(struct cache *c, uint64_t now_ms)
 	int next = -1;
 
 	c->now_ms = now_ms;
-	/* Hits wait for a full batch, or HIT_DELAY_MS: under load a batch
-	 * fills within a few loop turns; one request at a time does not
-	 * take the lock per request. */
-	if (c->nhits && now_ms - c->first_hit_ms >= HIT_DELAY_MS)
+	/* Our hits wait for an insert (any worker's), a full ring, or
+	 * HIT_DELAY_MS: one request at a time does not take the lock per
+	 * request. */
+	if (hits_owed(c) && now_ms - c->first_hit_ms >= HIT_DELAY_MS)
 		flush_hits(c);
-	if (c->nhits)
+	if (hits_owed(c))
 		next = HIT_DELAY_MS;
 	if (c->z->limbo) {	/* a racy peek: the lock decides */
 		cache_lock(c);

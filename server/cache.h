@@ -22,8 +22,10 @@
  * (a full fence) and checks the entry again.  Whoever removes an entry
  * marks it dead, fences, and frees it only when no worker's row pins it:
  * the hazard-pointer handshake, so a hit writes no cache line another
- * worker writes.  Hits reach the policy in batches, under the zone's lock
- * (once per CACHE_HIT_BATCH hits, and before the loop sleeps).
+ * worker writes.  A hit goes into the worker's own ring in the zone
+ * (cache_zone.h); the policy takes every worker's rings under the zone's
+ * lock -- before any insert decides on evictions, when a ring fills, and
+ * 20 ms after a worker's oldest hit.
  *
  * Writing under the lock.  Inserts, evictions, body loads and the policy
  * take a process-shared robust mutex.  A worker killed while it holds it
@@ -75,9 +77,6 @@ struct stat;
 /* Key and file name of a shared entry, with their NULs; a longer pair is
  * served from a private entry (uncached). */
 #define CACHE_NAMES_MAX 384
-/* Hits a worker gathers before it tells the policy under the lock. */
-#define CACHE_HIT_BATCH 64
-
 /* Content codings of precompressed files ("x.css.br" next to "x.css"). */
 enum cache_coding { CACHE_IDENTITY = 0, CACHE_BR = 1, CACHE_GZIP = 2 };
 #define CACHE_NCODINGS 3

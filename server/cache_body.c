@@ -17,6 +17,28 @@
 
 #include "cache_int.h"
 
+#include <sys/syscall.h>
+
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x00000008	/* linux/fs.h: musl's headers lack it */
+#endif
+
+/* preadv2 of one buffer; musl (the static image) has no wrapper.  The
+ * kernel takes the offset as two longs, low then high, each half a long
+ * shifted twice (as the kernel does): the high one is 0 on 64 bits. */
+static ssize_t pread_flags(int fd, void *buf, size_t len, off_t off, int flags)
+{
+	struct iovec iov = { buf, len };
+
+#ifdef __GLIBC__
+	return preadv2(fd, &iov, 1, off, flags);
+#else
+	return syscall(SYS_preadv2, fd, &iov, 1, (unsigned long)off,
+		       (unsigned long)((uint64_t)off >> (sizeof(long) * 4) >>
+				       (sizeof(long) * 4)), flags);
+#endif
+}
+
 /* Does this libzc make kernel IO-Lite snapshots (the patched kernel)?  One
  * tiny snapshot says: a kernel buffer has no pool. */
 bool cache_kernel_snapshots(zc_pool *pool)
@@ -128,9 +150,8 @@ static int read_all(int fd, unsigned char *dst, size_t len, bool nowait)
 	size_t done = 0;
 
 	while (done < len) {
-		struct iovec iov = { dst + done, len - done };
-		ssize_t n = preadv2(fd, &iov, 1, (off_t)done,
-				    nowait ? RWF_NOWAIT : 0);
+		ssize_t n = pread_flags(fd, dst + done, len - done, (off_t)done,
+					nowait ? RWF_NOWAIT : 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -57,8 +57,7 @@ struct cache {
 	zc_file *arena_file;		/* the zone's memfd, for sendfile */
 	bool snapshots;			/* bodies are per-worker snapshots */
 	zc_pool *snap_pool;		/* ... falling back to this pool */
-	struct { uint32_t slot, gen; } hits[CACHE_HIT_BATCH];
-	unsigned nhits;
+	struct hit_ring *hits;		/* ours, in the zone */
 	uint64_t first_hit_ms;		/* of the oldest hit not told */
 	struct cache_stats st;		/* counters; gauges filled on read */
 	uint64_t now_ms;

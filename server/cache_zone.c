@@ -427,7 +427,7 @@ int zone_map(const struct cache_config *cfg, struct cache_zone **out)
 {
 	size_t ps = page_size();
 	uint64_t arena_bytes = 0;
-	size_t off_slots, off_buckets, off_heap, off_pins, off_bitmap;
+	size_t off_slots, off_buckets, off_heap, off_pins, off_rings, off_bitmap;
 	size_t off_arena, total;
 	uint32_t nbuckets = 64, stride;
 	pthread_mutexattr_t ma;
@@ -452,8 +452,10 @@ int zone_map(const struct cache_config *cfg, struct cache_zone **out)
 				   sizeof(struct cache_entry), ZONE_ALIGN);
 	off_heap = align_up(off_buckets + (size_t)nbuckets * 4, ZONE_ALIGN);
 	off_pins = align_up(off_heap + gds_heap_bytes(cfg->max_entries), ZONE_ALIGN);
-	off_bitmap = align_up(off_pins + (size_t)cfg->nworkers * stride * 4,
-			      ZONE_ALIGN);
+	off_rings = align_up(off_pins + (size_t)cfg->nworkers * stride * 4,
+			     ZONE_ALIGN);
+	off_bitmap = align_up(off_rings + (size_t)cfg->nworkers *
+					  sizeof(struct hit_ring), ZONE_ALIGN);
 	off_arena = align_up(off_bitmap + align_up(arena_bytes / ps, 64) / 8, ps);
 	total = off_arena + arena_bytes;
 
@@ -486,6 +488,7 @@ int zone_map(const struct cache_config *cfg, struct cache_zone **out)
 	z->buckets = (_Atomic uint32_t *)(base + off_buckets);
 	z->gds.heap = (struct gds_entry **)(base + off_heap);
 	z->pins = (_Atomic uint32_t *)(base + off_pins);
+	z->hit_rings = (struct hit_ring *)(base + off_rings);
 	z->bitmap = (uint64_t *)(base + off_bitmap);
 	z->arena = base + off_arena;
 	pthread_mutexattr_init(&ma);

@@ -13,6 +13,7 @@
  *   heap                  libgds's index heap (gds_init_in)
  *   pins[nworkers][max_entries]   one row per worker: its pin count of
  *                         each slot, written only by that worker
+ *   hit_rings[nworkers]   each worker's hits not yet told to the policy
  *   bitmap                one bit per arena page, set = allocated
  *   arena                 the bodies, page-aligned runs of pages
  *
@@ -30,6 +31,20 @@
 #include "cache.h"
 #include "gds.h"
 
+/* A worker's hits on their way to the policy: written by that worker
+ * alone (entries, then head with a release store); read and emptied by
+ * whichever worker holds the zone's lock (tail), so an eviction decided
+ * by any worker sees the hits every worker has recorded.  A hit names its
+ * entry by (slot, generation): one whose entry is gone is skipped. */
+#define HIT_RING 256
+struct hit_ring {
+	_Atomic uint32_t head;		/* the worker's */
+	char pad1[60];
+	_Atomic uint32_t tail;		/* the lock holder's */
+	char pad2[60];
+	struct { uint32_t slot, gen; } e[HIT_RING];
+};
+
 struct cache_zone {
 	struct cache_config cfg;
 	int memfd;			/* the same number in every worker */
@@ -41,6 +56,7 @@ struct cache_zone {
 	struct cache_entry *slots;
 	_Atomic uint32_t *buckets;
 	_Atomic uint32_t *pins;
+	struct hit_ring *hit_rings;	/* one per worker */
 	uint64_t *bitmap;
 	unsigned char *arena;
 	pthread_mutex_t lock;		/* robust, process-shared */

@@ -40,11 +40,6 @@ void errlog_set_level(enum zh_level level)
 	cur_level = level;
 }
 
-int errlog_enabled(enum zh_level level)
-{
-	return level <= cur_level;
-}
-
 static int open_path(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

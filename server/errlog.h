@@ -20,9 +20,6 @@ enum zh_level { ZL_ERROR, ZL_WARN, ZL_NOTICE, ZL_INFO, ZL_DEBUG };
 /* "error".."debug" -> the level, or -1. */
 int errlog_level_parse(const char *name);
 void errlog_set_level(enum zh_level level);
-/* Is a message at `level` written?  For callers that would do work to
- * build one. */
-int errlog_enabled(enum zh_level level);
 
 /* Log to `path` from now on (NULL or "-": standard error).  0, or a
  * negative errno with the old destination kept. */

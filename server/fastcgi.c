@@ -40,6 +40,7 @@
 
 #include "errlog.h"
 #include "fastcgi.h"
+#include "fcgi_batch.h"
 #include "fcgi_params.h"
 #include "fcgi_proto.h"
 #include "fcgi_reply.h"
@@ -196,52 +197,6 @@ static zh_answer failed(int err)
 	return err > 0 ? zh_status(err) : ZH_TRUNCATED;
 }
 
-/* Frame `content` (moved out, left empty) as records of `type` and append
- * them to `out`: one small buffer holds every record header, and the
- * content keeps its own slices, cut at 65535 bytes by pointer work.  An
- * empty content gives the one empty record that ends a stream. */
-static int frame(zc_agg *out, uint8_t type, zc_agg *content)
-{
-	size_t len = zc_agg_len(content);
-	size_t nrec = len ? (len + FCGI_MAX_CONTENT - 1) / FCGI_MAX_CONTENT : 1;
-	zc_buf *hb;
-	uint8_t *p;
-	int err = zc_buf_alloc(NULL, nrec * FCGI_HEADER_LEN, &hb);
-
-	if (err)
-		return err;
-	p = zc_buf_wptr(hb);
-	for (size_t i = 0, left = len; i < nrec; i++) {
-		size_t n = left > FCGI_MAX_CONTENT ? FCGI_MAX_CONTENT : left;
-
-		fcgi_header_encode(p + i * FCGI_HEADER_LEN, type, 1,
-				   (uint16_t)n, 0);
-		left -= n;
-	}
-	zc_buf_publish(hb, nrec * FCGI_HEADER_LEN);
-	for (size_t i = 0; i < nrec && !err; i++) {
-		zc_agg *rest = NULL;
-
-		err = zc_agg_append_buf(out, hb, i * FCGI_HEADER_LEN,
-					FCGI_HEADER_LEN);
-		if (err || !len)
-			break;
-		if (zc_agg_len(content) > FCGI_MAX_CONTENT)
-			err = zc_agg_split(content, FCGI_MAX_CONTENT, &rest);
-		if (!err)
-			err = zc_agg_concat(out, content);
-		zc_agg_truncate(content, 0);
-		if (rest) {
-			if (!err)
-				err = zc_agg_concat(content, rest);
-			zc_agg_release(rest);
-		}
-	}
-	zc_buf_release(hb);
-	zc_agg_truncate(content, 0);
-	return err;
-}
-
 /* ------------------------------------------------------------ request */
 
 static int send_params(struct fcgi_req *f, zc_agg *out)
@@ -274,47 +229,47 @@ static int send_params(struct fcgi_req *f, zc_agg *out)
 		.peer = request_peer(r),
 		.protocol = request_protocol(r),
 	};
-	zc_buf *b;
 	int err;
 
 	if (asprintf(&filename, "%s%.*s", r->vhost->root_abs, (int)se, uri) < 0)
 		return -ENOMEM;
 	in.script_filename = filename;
-	err = fcgi_params_build(&in, 1, true, &b);
+	err = fcgi_params_build(&in, 1, true, out);
 	free(filename);
-	if (err)
-		return err;
-	err = zc_agg_append_buf(out, b, 0, zc_buf_len(b));
-	zc_buf_release(b);
 	f->params_sent = !err;
 	return err;
 }
 
 /* Send what is ready: the parameters, body read so far, the end of
- * STDIN once the body is all read. */
+ * STDIN once the body is all read.  The body's slices go as they are,
+ * framed as records by pointer work (fcgi_batch.h); the record headers
+ * are copied into one buffer, since the link may queue them. */
 static int push(struct fcgi_req *f)
 {
-	zc_agg *out;
+	struct fcgi_batch b;
+	zc_agg *out, *body = NULL;
+	bool ends = false;
 	int err = 0;
 
 	if (!f->link)
 		return 0;
 	if (zc_agg_create(&out))
 		return -ENOMEM;
+	fcgi_batch_init(&b);
 	if (!f->params_sent)
 		err = send_params(f, out);
-	if (!err && zc_agg_len(f->body))
-		err = frame(out, FCGI_STDIN, f->body);
+	if (!err && zc_agg_len(f->body) &&
+	    !(err = zc_agg_split(f->body, 0, &body)))
+		fcgi_batch_agg(&b, FCGI_STDIN, 1, body);	/* taken over */
 	if (!err && f->body_read && !f->stdin_ended) {
-		zc_agg *empty;
-
-		err = zc_agg_create(&empty);
-		if (!err) {
-			err = frame(out, FCGI_STDIN, empty);
-			zc_agg_release(empty);
-		}
-		f->stdin_ended = !err;
+		fcgi_batch_bytes(&b, FCGI_STDIN, 1, NULL, 0);
+		ends = true;
 	}
+	if (!err)
+		err = fcgi_batch_build(&b, FCGI_BATCH_COPY, NULL, out);
+	fcgi_batch_free(&b);
+	if (!err && ends)
+		f->stdin_ended = true;
 	if (!err && zc_agg_len(out))
 		err = fcgi_link_send(f->link, out);
 	zc_agg_release(out);
@@ -764,10 +719,14 @@ static void cl_record(struct fcgi_client *cl, const struct fcgi_header *h,
 static void cl_failed(struct fcgi_client *cl, int status)
 {
 	struct fcgi_req *f = of_client(cl);
+	const char *body = f->stdin_ended ? "queued whole" :
+			   f->params_sent ? "queued in part" : "not queued";
 
 	f->link = NULL;
-	zh_log(ZL_ERROR, "fastcgi %s: %s", f->rt->spec,
-		status == 504 ? "timed out" : "connection failed or broken");
+	zh_log(ZL_ERROR, "fastcgi %s: %s (request body %s, response %s)",
+		f->rt->spec,
+		status == 504 ? "timed out" : "connection failed or broken",
+		body, f->head_done ? "begun" : "not begun");
 	finish(f, f->head_done ? ZH_TRUNCATED : zh_status(status));
 }
 

@@ -4,8 +4,8 @@
  *
  * The pairs are encoded into a growable scratch block first, then framed
  * into PARAMS records (65535 bytes of content at most each) behind the
- * BEGIN_REQUEST record, all in one pool buffer: one buffer, one slice, one
- * descriptor on the zero-copy transport.
+ * BEGIN_REQUEST record by fcgi_batch.h, all copied into one pool buffer:
+ * one buffer, one slice, one descriptor on the zero-copy transport.
  *
  * Request headers become HTTP_* parameters (upper case, '-' as '_').  A
  * header whose name holds '_' is not passed (HTTP_X_A could then come from
@@ -25,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fcgi_batch.h"
 #include "fcgi_params.h"
 #include "fcgi_proto.h"
 
@@ -251,51 +252,30 @@ static void encode(struct block *b, const struct fcgi_params_in *in)
 }
 
 int fcgi_params_build(const struct fcgi_params_in *in, uint16_t request_id,
-		      bool keep_conn, zc_buf **out)
+		      bool keep_conn, zc_agg *out)
 {
-	struct block b = { 0 };
-	size_t nrec, size, off = 0, done = 0;
-	zc_buf *buf;
-	uint8_t *p;
+	struct block blk = { 0 };
+	struct fcgi_batch b;
+	uint8_t begin[16];
 	int err;
 
-	*out = NULL;
-	encode(&b, in);
-	if (b.err) {
-		free(b.p);
-		return b.err;
+	encode(&blk, in);
+	if (blk.err) {
+		free(blk.p);
+		return blk.err;
 	}
-	/* BEGIN_REQUEST, the PARAMS records, the empty PARAMS record. */
-	nrec = (b.len + FCGI_MAX_CONTENT - 1) / FCGI_MAX_CONTENT;
-	size = 16 + nrec * FCGI_HEADER_LEN + b.len + FCGI_HEADER_LEN;
-	err = zc_buf_alloc(NULL, size, &buf);
-	if (err) {
-		free(b.p);
-		return err;
-	}
-	p = zc_buf_wptr(buf);
-	fcgi_begin_encode(p, request_id, FCGI_RESPONDER,
+	/* BEGIN_REQUEST, the PARAMS records, the empty PARAMS record: all
+	 * bytes, copied together into one buffer (one slice). */
+	fcgi_begin_encode(begin, request_id, FCGI_RESPONDER,
 			  keep_conn ? FCGI_KEEP_CONN : 0);
-	off = 16;
-	while (done < b.len) {
-		size_t n = b.len - done;
-
-		if (n > FCGI_MAX_CONTENT)
-			n = FCGI_MAX_CONTENT;
-		fcgi_header_encode(p + off, FCGI_PARAMS, request_id,
-				   (uint16_t)n, 0);
-		memcpy(p + off + FCGI_HEADER_LEN, b.p + done, n);
-		off += FCGI_HEADER_LEN + n;
-		done += n;
-	}
-	fcgi_header_encode(p + off, FCGI_PARAMS, request_id, 0, 0);
-	off += FCGI_HEADER_LEN;
-	free(b.p);
-	err = zc_buf_publish(buf, off);
-	if (err) {
-		zc_buf_release(buf);
-		return err;
-	}
-	*out = buf;
-	return 0;
+	fcgi_batch_init(&b);
+	fcgi_batch_bytes(&b, FCGI_BEGIN_REQUEST, request_id,
+			 begin + FCGI_HEADER_LEN, 16 - FCGI_HEADER_LEN);
+	if (blk.len)
+		fcgi_batch_bytes(&b, FCGI_PARAMS, request_id, blk.p, blk.len);
+	fcgi_batch_bytes(&b, FCGI_PARAMS, request_id, NULL, 0);
+	err = fcgi_batch_build(&b, FCGI_BATCH_COPY, NULL, out);
+	fcgi_batch_free(&b);
+	free(blk.p);
+	return err;
 }

@@ -31,10 +31,10 @@ struct fcgi_params_in {
 					 * from req */
 };
 
-/* A published pool buffer holding BEGIN_REQUEST (role responder,
- * FCGI_KEEP_CONN if asked), the PARAMS records and the empty PARAMS record
- * that ends them.  Returns 0 or a negative errno. */
+/* Append to out BEGIN_REQUEST (role responder, FCGI_KEEP_CONN if asked),
+ * the PARAMS records and the empty PARAMS record that ends them, in one
+ * pool buffer.  Returns 0 or a negative errno (out unchanged). */
 int fcgi_params_build(const struct fcgi_params_in *in, uint16_t request_id,
-		      bool keep_conn, zc_buf **out);
+		      bool keep_conn, zc_agg *out);
 
 #endif

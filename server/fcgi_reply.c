@@ -13,8 +13,6 @@
  * (HTTP/1.0) delimited by closing the connection.
  */
 #define _GNU_SOURCE
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -35,33 +33,6 @@ static bool server_owned(const char *n, size_t len)
 		if (strlen(owned[i]) == len && !strncasecmp(n, owned[i], len))
 			return true;
 	return false;
-}
-
-struct out {
-	char *p;
-	size_t len, cap;
-};
-
-static void add(struct out *o, const char *s, size_t n)
-{
-	if (n > o->cap - o->len)
-		n = 0, o->cap = 0;	/* sized beforehand: cannot happen */
-	memcpy(o->p + o->len, s, n);
-	o->len += n;
-}
-
-static void addz(struct out *o, const char *s)
-{
-	add(o, s, strlen(s));
-}
-
-static void field(struct out *o, const char *n, size_t nl, const char *v,
-		  size_t vl)
-{
-	add(o, n, nl);
-	add(o, ": ", 2);
-	add(o, v, vl);
-	add(o, "\r\n", 2);
 }
 
 int fcgi_reply_plan(const struct cgi_head *h, bool head_only, int minor,
@@ -96,52 +67,49 @@ int fcgi_reply_plan(const struct cgi_head *h, bool head_only, int minor,
 int fcgi_reply_head(const struct cgi_head *h, const struct fcgi_reply *rep,
 		    bool keep_alive, struct zh_request *r)
 {
-	size_t cap = 512 + h->reason_len + h->location_len +
-		     h->content_type_len;
-	struct out o;
-	char line[64];
+	/* What the head can take at most: the fixed lines fit in 512. */
+	size_t need = 512 + h->reason_len + h->location_len +
+		      h->content_type_len;
+	struct resp_head o = { .buf = NULL };
+	zc_buf *big = NULL;
 	int err;
 
 	for (size_t i = 0; i < h->nfields; i++)
-		cap += h->fields[i].name_len + h->fields[i].value_len + 4;
-	o.p = malloc(cap);
-	if (!o.p)
-		return -1;
-	o.len = 0;
-	o.cap = cap;
-	snprintf(line, sizeof(line), "HTTP/1.1 %03d ", rep->status);
-	addz(&o, line);
-	if (h->status && h->reason_len)
-		add(&o, h->reason, h->reason_len);
-	else
-		addz(&o, resp_reason(rep->status));
-	addz(&o, "\r\nServer: zchttpd\r\nDate: ");
-	add(&o, resp_date(), HTTP_DATE_LEN);
-	addz(&o, "\r\n");
+		need += h->fields[i].name_len + h->fields[i].value_len + 4;
+	/* Built where it goes out from: the connection's head arena, as
+	 * every head; one larger than its room in a pool buffer. */
+	request_head_begin(r, &o);
+	if (need > o.cap) {
+		if (zc_buf_alloc(NULL, need, &big))
+			return -1;
+		o.buf = zc_buf_wptr(big);
+		o.cap = need;
+	}
+	resp_begin_reason(&o, rep->status,
+			  h->status && h->reason_len ? h->reason : NULL,
+			  h->reason_len);
 	if (h->content_type)
-		field(&o, "Content-Type", 12, h->content_type,
-		      h->content_type_len);
+		resp_field(&o, "Content-Type", 12, h->content_type,
+			   h->content_type_len);
 	if (h->location)
-		field(&o, "Location", 8, h->location, h->location_len);
+		resp_field(&o, "Location", 8, h->location, h->location_len);
 	for (size_t i = 0; i < h->nfields; i++) {
 		const struct cgi_field *f = &h->fields[i];
 
 		if (!server_owned(f->name, f->name_len))
-			field(&o, f->name, f->name_len, f->value,
-			      f->value_len);
+			resp_field(&o, f->name, f->name_len, f->value,
+				   f->value_len);
 	}
-	if (rep->has_length && rep->status != 204) {
-		snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
-			 (unsigned long long)rep->length);
-		addz(&o, line);
-	} else if (rep->chunked) {
-		addz(&o, "Transfer-Encoding: chunked\r\n");
-	}
-	addz(&o, keep_alive && !rep->close_delimited
-			 ? "Connection: keep-alive\r\n\r\n"
-			 : "Connection: close\r\n\r\n");
-	/* Into the connection's head arena (a copy, but no buffer). */
-	err = o.cap ? request_head_append(r, o.p, o.len) : -1;
-	free(o.p);
+	if (rep->has_length && rep->status != 204)
+		resp_addf(&o, "Content-Length", "%llu",
+			  (unsigned long long)rep->length);
+	else if (rep->chunked)
+		resp_add(&o, "Transfer-Encoding", "chunked");
+	resp_end(&o, keep_alive && !rep->close_delimited);
+	if (!big)
+		return request_head_end(r, &o) ? -1 : 0;
+	err = o.overflow || zc_buf_publish(big, o.len) ||
+	      zc_agg_append_buf(request_out(r), big, 0, o.len);
+	zc_buf_release(big);
 	return err ? -1 : 0;
 }

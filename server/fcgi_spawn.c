@@ -37,6 +37,7 @@
 #include "errlog.h"
 #include "fastcgi.h"
 #include "fcgi_spawn.h"
+#include "parent_death.h"
 #include "zchttpd.h"
 
 #define BACKOFF_MIN_MS 100
@@ -79,7 +80,8 @@ static uint64_t now_ms(void)
 static void start_proc(struct spawned *s, struct proc *p)
 {
 	sigset_t none;
-	pid_t pid = fork();
+	pid_t master = getpid(), pid = fork();
+	int err;
 
 	if (pid < 0) {
 		zh_log(ZL_ERROR, "fastcgi %s: fork: %s", s->rt->spec,
@@ -92,8 +94,15 @@ static void start_proc(struct spawned *s, struct proc *p)
 		p->started_ms = now_ms();
 		return;
 	}
-	/* The child: the socket as fd 0, the master's signal mask and
+	/* The child: SIGTERM when the master dies (kept across execve:
+	 * parent_death.h), the socket as fd 0, the master's signal mask and
 	 * dispositions undone, nothing else inherited but stdout/stderr. */
+	err = stop_with_parent(master);
+	if (err == -ESRCH)
+		_exit(0);
+	if (err)
+		zh_log(ZL_WARN, "fastcgi %s: will not notice the master's "
+		       "death: %s", s->rt->spec, strerror(-err));
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);

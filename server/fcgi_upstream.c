@@ -40,6 +40,7 @@
 #include "errlog.h"
 #include "fastcgi.h"
 #include "fcgi_upstream.h"
+#include "zc_channel.h"
 #include "zchttpd.h"
 
 #define READ_CHUNK (256u << 10)		/* one iol_read */
@@ -76,7 +77,6 @@ struct fcgi_link {
 	int busy;			/* our code is on the stack */
 	bool doomed;			/* close when it unwinds */
 	struct ev_post post;		/* pumped before the loop sleeps */
-	unsigned long served;
 	struct ev_timer timer;
 };
 
@@ -234,6 +234,12 @@ static void link_fail(struct fcgi_link *l, int status)
 		link_destroy(l, status);
 }
 
+static const char *const state_names[] = {
+	[L_CONNECTING] = "connecting", [L_HANDSHAKE] = "in the handshake",
+	[L_IDLE] = "idle", [L_ACTIVE] = "serving a request",
+	[L_DRAINING] = "draining an aborted request",
+};
+
 static void on_link_timeout(struct ev_loop *loop, struct ev_timer *t)
 {
 	struct fcgi_link *l = link_of_timer(t);
@@ -243,6 +249,11 @@ static void on_link_timeout(struct ev_loop *loop, struct ev_timer *t)
 		link_free(l);
 		return;
 	}
+	/* Where it stood, for whoever reads the 504 in the log. */
+	zh_log(ZL_ERROR, "fastcgi %s: no progress within --fastcgi-timeout, "
+		"%s: %zu bytes to send, %zu received, %s", l->up->route->spec,
+		state_names[l->state], zc_agg_len(l->tx), zc_agg_len(l->rx),
+		l->eof ? "the application closed" : "the application silent");
 	l->busy++;
 	link_fail(l, 504);
 	l->busy--;
@@ -415,16 +426,12 @@ static void deliver(struct fcgi_link *l)
 		}
 		if (l->state == L_DRAINING) {
 			zc_agg_release(content);
-			if (h.type == FCGI_END_REQUEST) {
-				l->served++;
+			if (h.type == FCGI_END_REQUEST)
 				link_ready(l);
-			}
 			continue;
 		}
 		struct fcgi_client *cl = l->cl;
 
-		if (h.type == FCGI_END_REQUEST)
-			l->served++;
 		cl->record(cl, &h, content);
 		if (h.type == FCGI_END_REQUEST && l->cl == cl && !l->doomed) {
 			/* The client did not release it: a bug upstairs;
@@ -478,55 +485,29 @@ static int link_read(struct fcgi_link *l)
 	return 0;
 }
 
-/*
- * Channel messages carry at most MSG_SLICES slices: a message must fit the
- * channel's descriptor ring (256 slots), and a large request body framed as
- * records is thousands of slices (a header and a part per 64 KiB).  Records
- * need not align with messages: the receiver joins them.
- */
-#define MSG_SLICES 96
-
+/* The zero-copy transport: what is queued goes as one message, however
+ * many records (a large request body framed as records is thousands of
+ * slices: the channel streams it); records need not align with messages,
+ * the receiver joins them.  With nothing queued, the rest of an earlier
+ * message moves on. */
 static int write_channel(struct fcgi_link *l)
 {
-	while (zc_agg_len(l->tx)) {
-		zc_agg *rest = NULL;
-		size_t bytes = 0;
-		struct zc_slice s;
-		int err = 0;
+	int err;
 
-		for (size_t i = 0; i < MSG_SLICES &&
-				   !zc_agg_slice(l->tx, i, &s); i++)
-			bytes += s.len;
-		if (bytes < zc_agg_len(l->tx))
-			err = zc_agg_split(l->tx, bytes, &rest);
-		if (!err)
-			err = zc_channel_send(l->ch, l->tx);
-		if (!err) {
-			zc_agg_release(l->tx);
-			l->tx = rest;
-			if (!l->tx && (err = zc_agg_create(&l->tx)))
-				return err;
-			continue;
-		}
-		if (rest) {	/* not sent: whole again */
-			int e2 = zc_agg_concat(l->tx, rest);
-
-			zc_agg_release(rest);
-			if (e2)
-				return e2;
-		}
-		return err == -EAGAIN ? 0 : err;	/* room rings the bell */
-	}
-	return 0;
+	if (!zc_agg_len(l->tx))
+		err = zc_channel_flush(l->ch);
+	else if (!(err = zc_channel_send(l->ch, l->tx)))
+		zc_agg_truncate(l->tx, 0);
+	return err == -EAGAIN ? 0 : err;	/* room rings the bell */
 }
 
 /* Send what is queued.  0 (sent or waiting for room) or a negative errno. */
 static int link_write(struct fcgi_link *l)
 {
-	if (!zc_agg_len(l->tx))
-		return 0;
 	if (l->ch)
 		return write_channel(l);
+	if (!zc_agg_len(l->tx))
+		return 0;
 	while (zc_agg_len(l->tx)) {
 		ssize_t n = iol_write_sink(&l->sink, l->tx);
 
@@ -538,6 +519,13 @@ static int link_write(struct fcgi_link *l)
 			return (int)n;
 	}
 	return 0;
+}
+
+/* Records of the request not yet sent: in our queue, or (zero-copy
+ * transport) the rest of a long message the channel still holds. */
+static bool link_unsent(struct fcgi_link *l)
+{
+	return zc_agg_len(l->tx) || (l->ch && zc_channel_flush(l->ch));
 }
 
 /* Everything a wake-up may need: handshake, send, read, deliver, and the
@@ -583,7 +571,7 @@ static void link_pump(struct fcgi_link *l)
 		goto out;
 	held = l->state == L_ACTIVE && l->held;
 	if (l->ch)	/* one bell for data, returns and room */
-		want = !held || zc_agg_len(l->tx) ? EPOLLIN : 0;
+		want = !held || link_unsent(l) ? EPOLLIN : 0;
 	else
 		want = (zc_agg_len(l->tx) ? EPOLLOUT : 0) | (held ? 0 : EPOLLIN);
 	link_set_events(l, want);
@@ -724,7 +712,7 @@ void fcgi_link_hold(struct fcgi_link *l, bool hold)
 void fcgi_link_release(struct fcgi_link *l, bool reusable)
 {
 	l->cl = NULL;
-	if (!reusable || l->eof || zc_agg_len(l->rx) || zc_agg_len(l->tx)) {
+	if (!reusable || l->eof || zc_agg_len(l->rx) || link_unsent(l)) {
 		link_close(l);
 		return;
 	}
@@ -747,7 +735,6 @@ void fcgi_link_abort(struct fcgi_link *l)
 	while ((r = take_record(l, &h, &content)) == 1) {
 		zc_agg_release(content);
 		if (h.type == FCGI_END_REQUEST && expected(&h)) {
-			l->served++;
 			fcgi_link_release(l, true);
 			return;
 		}
@@ -774,11 +761,6 @@ void fcgi_link_abort(struct fcgi_link *l)
 	 * already here first. */
 	link_arm(l, false);
 	link_post(l);
-}
-
-unsigned long fcgi_link_served(const struct fcgi_link *l)
-{
-	return l->served;
 }
 
 int fcgi_upstreams_init(struct zh_worker *w)

@@ -71,8 +71,6 @@ void fcgi_link_release(struct fcgi_link *l, bool reusable);
 /* The request goes away mid-way: FCGI_ABORT_REQUEST, then records are
  * dropped until END_REQUEST and the connection is reused (or closed). */
 void fcgi_link_abort(struct fcgi_link *l);
-/* How many requests the link served before this one (0: a new link). */
-unsigned long fcgi_link_served(const struct fcgi_link *l);
 
 /* Per worker: set up and tear down the pools (fastcgi.h calls these). */
 int fcgi_upstreams_init(struct zh_worker *w);

@@ -17,6 +17,9 @@
  *   a worker dies     it is replaced (at most 10 times a minute, then the
  *                     master gives up and stops: a crash loop is a bug to
  *                     report, not to hide).
+ *   the master dies   (SIGKILL: no code of ours runs) the workers and the
+ *                     spawned applications get SIGTERM from the kernel and
+ *                     stop gracefully (parent_death.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +42,7 @@
 #include "fcgi_spawn.h"
 #include "listen.h"
 #include "options.h"
+#include "parent_death.h"
 #include "probe.h"
 #include "stats.h"
 #include "tls.h"
@@ -106,7 +110,8 @@ static uint64_t now_ms(void)
 static pid_t spawn(struct master *m, int i)
 {
 	struct worker_stats *slot = stats_claim(m->stats);
-	pid_t pid;
+	pid_t master = getpid(), pid;
+	int err;
 
 	m->born_ms[i] = now_ms();
 	if (!slot) {
@@ -121,7 +126,14 @@ static pid_t spawn(struct master *m, int i)
 		slot->pid = pid;	/* the child sets it too: no race */
 	if (pid != 0)
 		return pid;
-	/* Child: only our own listening socket stays open. */
+	/* Child: a master killed outright stops us too (parent_death.h). */
+	err = stop_with_parent(master);
+	if (err == -ESRCH)
+		_exit(0);
+	if (err)
+		zh_log(ZL_WARN, "worker %d: will not notice the master's "
+		       "death: %s", i, strerror(-err));
+	/* Only our own listening socket stays open. */
 	for (int j = 0; j < m->nworkers; j++) {
 		if (j == i)
 			continue;
@@ -142,7 +154,7 @@ static pid_t spawn(struct master *m, int i)
 	w->all_stats = m->stats;
 	w->cache_zone = m->zone;
 	w->nworkers = m->nworkers;
-	int err = worker_run(w);
+	err = worker_run(w);
 	if (err)
 		zh_log(ZL_ERROR, "worker %d: %s", i, strerror(-err));
 	_exit(err ? 1 : 0);

@@ -89,7 +89,8 @@ static void appendz(struct resp_head *h, const char *s)
 	append(h, s, strlen(s));
 }
 
-void resp_begin(struct resp_head *h, int status)
+void resp_begin_reason(struct resp_head *h, int status, const char *reason,
+		       size_t reason_len)
 {
 	/* Every response starts here: no printf on this path. */
 	char code[4] = {
@@ -105,10 +106,18 @@ void resp_begin(struct resp_head *h, int status)
 	h->overflow = false;
 	append_lit(h, "HTTP/1.1 ");
 	append(h, code, sizeof(code));
-	appendz(h, resp_reason(status));
+	if (reason)
+		append(h, reason, reason_len);
+	else
+		appendz(h, resp_reason(status));
 	append_lit(h, "\r\nServer: zchttpd\r\nDate: ");
 	append(h, resp_date(), HTTP_DATE_LEN);
 	append_lit(h, "\r\n");
+}
+
+void resp_begin(struct resp_head *h, int status)
+{
+	resp_begin_reason(h, status, NULL, 0);
 }
 
 void resp_add_raw(struct resp_head *h, const char *lines, size_t n)
@@ -116,12 +125,18 @@ void resp_add_raw(struct resp_head *h, const char *lines, size_t n)
 	append(h, lines, n);
 }
 
+void resp_field(struct resp_head *h, const char *name, size_t name_len,
+		const char *value, size_t value_len)
+{
+	append(h, name, name_len);
+	append(h, ": ", 2);
+	append(h, value, value_len);
+	append(h, "\r\n", 2);
+}
+
 void resp_add(struct resp_head *h, const char *name, const char *value)
 {
-	appendz(h, name);
-	append(h, ": ", 2);
-	appendz(h, value);
-	append(h, "\r\n", 2);
+	resp_field(h, name, strlen(name), value, strlen(value));
 }
 
 void resp_addf(struct resp_head *h, const char *name, const char *fmt, ...)

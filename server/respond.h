@@ -27,9 +27,17 @@ struct resp_head {
 };
 
 /* "HTTP/1.1 200 OK", Date and Server, into h->buf (set by the caller:
- * request_head_begin; or NULL for h->local). */
+ * request_head_begin, or memory of its own with h->cap; or NULL for
+ * h->local). */
 void resp_begin(struct resp_head *h, int status);
+/* The same with a reason phrase of the caller's (a FastCGI application's
+ * Status: line); NULL: the standard one. */
+void resp_begin_reason(struct resp_head *h, int status, const char *reason,
+		       size_t reason_len);
 void resp_add(struct resp_head *h, const char *name, const char *value);
+/* A field given by lengths (not NUL-terminated). */
+void resp_field(struct resp_head *h, const char *name, size_t name_len,
+		const char *value, size_t value_len);
 void resp_addf(struct resp_head *h, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Header lines already formatted ("Name: value\r\n"...), e.g. prebuilt. */

@@ -11,6 +11,7 @@
 #include "respond.h"
 #include "stats.h"
 #include "tls.h"
+#include "worker.h"
 #include "zchttpd.h"
 
 bool status_matches(const struct zh_worker *w, const struct http_request *req)
@@ -285,12 +286,9 @@ zh_answer status_serve(struct zh_request *r)
 	char *body;
 	int n, m;
 
-	/* This worker's zero-copy counters are fresh; others' are as of
-	 * their last loop iteration. */
-	struct zc_io_stats io;
-	zc_io_stats(&io);
-	w->stats->zc_bytes_by_reference = io.bytes_by_reference;
-	w->stats->zc_bytes_copied = io.bytes_copied;
+	/* This worker's counters are fresh; others' are as of their last
+	 * loop iteration. */
+	worker_publish_stats(w);
 	stats_sum(w->all_stats, &t);
 	/* The cache is one for the generation: its size is its own, not a
 	 * sum over the workers' slots. */

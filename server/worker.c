@@ -105,8 +105,7 @@ static void on_disk_done(struct ev_loop *loop, int fd, uint32_t ev,
 	diskio_complete(w->diskio);
 }
 
-/* Publish the counters kept inside libzc and the cache to our slot. */
-static void publish_stats(struct zh_worker *w)
+void worker_publish_stats(struct zh_worker *w)
 {
 	struct zc_io_stats io;
 
@@ -133,7 +132,7 @@ static void before_sleep(struct ev_loop *loop, void *data)
 	if (cache_maintain(w->cache, ev_now_ms(loop)) >= 0 &&
 	    !ev_timer_armed(&w->cache_timer))
 		ev_timer_arm(loop, &w->t_cache, &w->cache_timer, on_cache_timer);
-	publish_stats(w);
+	worker_publish_stats(w);
 	if (w->stopping && w->nconns == 0)
 		ev_stop(loop);
 }
@@ -228,7 +227,7 @@ int worker_run(struct zh_worker *w)
 	router_fini(&w->router);
 	diskio_stop(w->diskio);	/* their requests are gone: jobs freed */
 	vhost_worker_fini(w);
-	publish_stats(w);	/* final: the master folds them when we exit */
+	worker_publish_stats(w);	/* final: the master folds them when we exit */
 	cache_detach(w->cache);
 	ev_loop_destroy(w->loop);
 	return err;

@@ -10,6 +10,11 @@
  * nworkers and index are set by the master.  Returns 0 or a negative errno. */
 int worker_run(struct zh_worker *w);
 
+/* Publish the counters kept inside libzc and the cache to this worker's
+ * slot (the loop does before it sleeps; the status page before it sums
+ * the slots, so that its own worker's counts are current). */
+void worker_publish_stats(struct zh_worker *w);
+
 /* The signals master and workers take synchronously (sigwaitinfo,
  * signalfd) rather than by handler: stop (TERM, INT, QUIT), reload (HUP),
  * reopen the logs (USR1).  Fills set with them and blocks them. */

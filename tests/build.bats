@@ -4,6 +4,13 @@
 #
 # Runs against the normal build in build/ (ci/test.sh builds it first).
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 setup() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 	BUILD="$ROOT/build"

@@ -3,6 +3,13 @@
 # application (tests/fastcgi/fcgi_probe.c, Debian's libfcgi) started by
 # --fastcgi-spawn or on its own, curl and raw requests.
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 load helpers/server
 
 setup_file() {
@@ -65,6 +72,19 @@ probe() { # extra options...
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"Connection: close"* ]]
 	[[ "$output" != *"chunked"* ]]
+	[[ "$output" == *$'\r\n\r\n01234' ]]
+}
+
+# A head larger than the room the connection keeps for response heads
+# (8 KiB) is built in a buffer of its own; nothing of it is lost.
+@test "an application's head of 90 fields (12 KiB) arrives whole, status line and all" {
+	probe
+	run curl -s -i "$URL/probe?fields=90&status=203&size=5&len"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "HTTP/1.1 203 Probe"$'\r\n'* ]]
+	[ "$(printf '%s' "$output" | grep -c '^X-Probe-[0-9]*: abc[a-zA-Z]\{117\}'$'\r''$')" -eq 90 ]
+	[[ "$output" == *"X-Probe-89: "* ]]
+	[[ "$output" == *"Content-Length: 5"$'\r\n'* ]]
 	[[ "$output" == *$'\r\n\r\n01234' ]]
 }
 
@@ -300,6 +320,31 @@ PY
 	[ ! -e "$dir" ]		# cleaned up
 }
 
+# Is this process still running (not gone, not a zombie)?
+running() { # pid
+	local state
+	state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$state" ] && [ "$state" != Z ]
+}
+
+@test "a master killed with SIGKILL: its workers and applications stop, the port is free" {
+	probe
+	kids=$(pgrep -P "$PID")
+	[ "$(echo "$kids" | wc -l)" -eq 4 ]	# two workers, two probes
+	dir=$(sed -n 's|^zchttpd: fastcgi .*: 2 processes on \(.*\)/[0-9]*-\*\.sock.*|\1|p' "$BATS_TEST_TMPDIR/server.err")
+	kill -KILL "$PID"
+	wait "$PID" 2>/dev/null || true
+	for _ in $(seq 100); do
+		left=$(for k in $kids; do if running "$k"; then echo "$k"; fi; done)
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	[ -z "$left" ] || { ps -o pid,stat,cmd -p $left; false; }
+	[ "$(code "$URL/")" = 000 ]	# nobody accepts on the port
+	# Only a master that stops removes the sockets' directory.
+	rm -rf "$dir"
+}
+
 @test "an application started on its own, on a UNIX socket and on TCP" {
 	sock="$BATS_TEST_TMPDIR/app.sock"
 	python3 - "$sock" "$PROBE" 3>&- <<'EOF' &
@@ -387,14 +432,31 @@ PY
 	[ "$by_ref" -gt 4000000 ]
 }
 
+# POST the upload to zcecho (extra curl options first) and set `output` to
+# its answer.  What came back is printed, which bats shows only when an
+# assertion fails: curl's exit status, the HTTP status, the answer's length
+# and time, its head, and the end of the server's log.
+echo_upload() { # curl options...
+	local got rc
+	got=$(curl -s -o "$BATS_TEST_TMPDIR/answer" \
+		-w 'status %{http_code}, %{size_download} bytes in %{time_total} s' \
+		"$@" --data-binary @"$BATS_TEST_TMPDIR/up" "$URL/echo")
+	rc=$?
+	echo "upload $*: curl exit $rc, $got; the answer begins:"
+	head -c 512 "$BATS_TEST_TMPDIR/answer" | cat -v
+	echo "--- the server's log ends:"
+	tail -n 20 "$BATS_TEST_TMPDIR/server.err"
+	output=$(cat "$BATS_TEST_TMPDIR/answer")
+}
+
 @test "zero-copy transport: a 100 MiB upload, its SHA-256 computed by the app" {
 	zc_apps --max-body 200m
 	head -c 104857600 /dev/urandom > "$BATS_TEST_TMPDIR/up"
 	want=$(sha256sum < "$BATS_TEST_TMPDIR/up" | cut -d' ' -f1)
-	run curl -s --data-binary @"$BATS_TEST_TMPDIR/up" "$URL/echo"
+	echo_upload
 	[[ "$output" == *"length 104857600"* ]]
 	[[ "$output" == *"sha256 $want"* ]]
-	run curl -s -H 'Transfer-Encoding: chunked' --data-binary @"$BATS_TEST_TMPDIR/up" "$URL/echo"
+	echo_upload -H 'Transfer-Encoding: chunked'
 	[[ "$output" == *"sha256 $want"* ]]
 }
 

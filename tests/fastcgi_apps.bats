@@ -4,6 +4,8 @@
 # with generated configurations.  Every answer zchttpd gives must have the
 # same status and the same body bytes as nginx's.
 
+load helpers/leftovers
+
 load helpers/server
 
 setup_file() {
@@ -94,6 +96,7 @@ teardown_file() {
 	# fcgiwrap's children do not follow their parent.
 	pkill -f "fcgiwrap -c 2 -s unix:$D/cgi.sock" 2>/dev/null || true
 	wait 2>/dev/null || true
+	check_leftovers
 }
 
 setup() {

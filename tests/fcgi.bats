@@ -5,6 +5,13 @@
 # binary on ours.  The zero-copy transport is tested by cgi/tests/test_fcgi
 # (meson) and here through fcgi-client --zc.
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 B="$BATS_TEST_DIRNAME/../build"
 OURS="$B/cgi"
 DEBLIB=/usr/lib/x86_64-linux-gnu/libfcgi.so.0

@@ -3,6 +3,8 @@
 # build-static/, zchttpd run from the image's own files as its user, the demo
 # site and the status endpoint byte-exact, --probe, SIGTERM as a graceful stop.
 
+load helpers/leftovers
+
 B=(buildah --storage-driver vfs)
 
 setup_file() {
@@ -17,6 +19,7 @@ setup_file() {
 teardown_file() {
 	"${B[@]}" rm "zctest-image-$$" >/dev/null 2>&1 || true
 	"${B[@]}" rmi "$TAG" >/dev/null 2>&1 || true
+	check_leftovers
 }
 
 # The zchttpd master started in the container for this test: the oldest
@@ -32,7 +35,9 @@ setup() {
 	LOG=$BATS_TEST_TMPDIR/run.log
 	# chroot isolation shares the host network: the server is on 127.0.0.1.
 	# Arguments override the image's CMD only in the address.
-	"${B[@]}" run --isolation chroot "$CTR" -- /zchttpd --root /site \
+	# ZC_TEST_RUN marks the server as this run's (check_leftovers).
+	"${B[@]}" run --isolation chroot --env "ZC_TEST_RUN=$ZC_TEST_RUN" \
+		"$CTR" -- /zchttpd --root /site \
 		--listen "127.0.0.1:$PORT" --access-log - >"$LOG" 2>&1 &
 	RUN_PID=$!
 	for _ in $(seq 100); do

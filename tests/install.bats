@@ -1,7 +1,15 @@
 #!/usr/bin/env bats
-# `meson install`: the programs, the manual pages (rendered without a
+# `meson install`: the programs, libzc's headers (a program on them builds
+# against the installed library), the manual pages (rendered without a
 # warning, and naming every option --help lists) and the systemd unit
 # (verified by systemd-analyze where systemd is installed).
+
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
 
 setup() {
 	DEST="$BATS_TEST_TMPDIR/dest"
@@ -48,4 +56,37 @@ setup() {
 		echo "$output"
 		[ "$status" -eq 0 ]
 	fi
+}
+
+@test "libzc's headers are installed and a program on all three builds against the installed library" {
+	for h in zc.h zc_channel.h zc_cs.h; do [ -s "$ROOTP/include/$h" ]; done
+	libdir=$(ls -d "$ROOTP"/lib*/ "$ROOTP"/lib/*/ 2>/dev/null |
+		while read -r d; do [ -e "$d/libzc.so" ] && echo "$d"; done | head -1)
+	[ -n "$libdir" ]
+	cat > "$BATS_TEST_TMPDIR/uses.c" <<'C'
+#include <zc.h>
+#include <zc_channel.h>
+#include <zc_cs.h>
+
+int main(void)
+{
+	zc_channel *a, *b;
+	zc_agg *m, *got;
+	int cid = cs_alloc(4096, 0, 0);
+
+	if (cid < 0 || cs_free(1, &cid) || zc_channel_pair(&a, &b) ||
+	    zc_agg_create(&m) || zc_agg_append_bytes(m, 0, "hi", 2) ||
+	    zc_channel_send(a, m) || zc_channel_recv(b, &got) ||
+	    zc_agg_len(got) != 2)
+		return 1;
+	zc_agg_release(m);
+	zc_agg_release(got);
+	zc_channel_close(a);
+	zc_channel_close(b);
+	return 0;
+}
+C
+	cc -Wall -Werror -I"$ROOTP/include" -o "$BATS_TEST_TMPDIR/uses" \
+		"$BATS_TEST_TMPDIR/uses.c" -L"$libdir" -lzc -lpthread
+	LD_LIBRARY_PATH="$libdir" "$BATS_TEST_TMPDIR/uses"
 }

@@ -3,6 +3,13 @@
 # makes it (server/zchttpd-precompress): negotiation, headers, validators,
 # ranges, files that come and go, and path safety.
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 load helpers/server
 
 PRECOMPRESS="$BATS_TEST_DIRNAME/../server/zchttpd-precompress"

@@ -10,6 +10,13 @@
 # The preload comes from $ZC_PRELOAD_SO or build/libzc/preload/; zcrun from
 # beside it.
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 setup_file() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 	export PRELOAD="${ZC_PRELOAD_SO:-$ROOT/build/libzc/preload/libzc-preload.so}"

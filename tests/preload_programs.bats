@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# libzc-preload.so and zcrun with REAL programs (issue 5): cat, dd, tee,
+# libzc-preload.so and zcrun with REAL programs (docs/preload.md): cat, dd, tee,
 # sort, sha256sum, gzip/gunzip, tar, python3, cp, split, head, tail, sed,
 # awk, uniq, alone and in pipelines, on random inputs of many sizes, with
 # stdin from a file, a pipe, a UNIX socket or a TCP socket and stdout to a
@@ -21,6 +21,13 @@
 # plumbing helper (run_io.py), small real-program helpers, the Apache check
 # (apache_check.py) and the Python test-suite comparison (python_suite.py);
 # the stats file is read by bench/zcbench_lib/preload_stats.py.
+
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
 
 setup_file() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"

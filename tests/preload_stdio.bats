@@ -6,6 +6,13 @@
 # The preload comes from the normal build (build/libzc/preload/), or from
 # $ZC_PRELOAD_SO.  The C test program is built here with cc.
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 setup_file() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 	export PRELOAD="${ZC_PRELOAD_SO:-$ROOT/build/libzc/preload/libzc-preload.so}"

@@ -1,4 +1,4 @@
-"""gdssim's policies against libCacheSim's, the reference (issue 16).
+"""gdssim's policies against libCacheSim's, the reference (docs/gds-cache.md).
 
 A fixed 20,000-request SURGE-like trace (bench/trace/gen_trace.py, Zipf
 alpha 0.8) is replayed by gdssim and by the libcachesim Python package at

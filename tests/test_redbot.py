@@ -1,4 +1,4 @@
-"""REDbot ("lint for HTTP") on zchttpd, with nginx as the yardstick (issue 19).
+"""REDbot ("lint for HTTP") on zchttpd, with nginx as the yardstick.
 
 The demo site (ci/demo.sh --site-only: its HTML page and a text file) plus
 a stylesheet, a PNG image (binary) and a script with its precompressed

@@ -7,6 +7,13 @@
 # s_client are the clients; tests/helpers/tlsclient.py does what they
 # cannot (pipelining, resumption counts, a reset mid-body).
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 load helpers/server
 
 TLSC="python3 $BATS_TEST_DIRNAME/helpers/tlsclient.py"

@@ -2,6 +2,13 @@
 # Virtual hosts (server { } blocks), the error log and its levels, and
 # configuration errors that name their file and line: the real server.
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 load helpers/server
 
 APPS="$BATS_TEST_DIRNAME/../build/cgi/apps"

@@ -1,6 +1,13 @@
 #!/usr/bin/env bats
 # zchttpd end to end: the real server on 127.0.0.1, curl and raw requests.
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 load helpers/server
 
 setup() {

@@ -8,6 +8,13 @@
 # The binary comes from $ZCTEE or build/libzc/preload/zctee (ci/test.sh
 # runs this file again with the ASan+UBSan build).  No timings asserted.
 
+load helpers/leftovers
+
+# Nothing this file started may outlive it.
+teardown_file() {
+	check_leftovers
+}
+
 setup_file() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 	export ZCTEE="${ZCTEE:-$ROOT/build/libzc/preload/zctee}"

@@ -1,7 +1,7 @@
 /*
  * floor_uring.c - zcfloor --event io_uring: the least a server built on
  * io_uring can do per request, the floor that zchttpd's io_uring loop is
- * measured against.
+ * measured against (docs/bench-static.md, "The method").
  *
  * The same work as the epoll floor (one receive, one send of a canned
  * response from memory), with the kernel entries io_uring can take away:

@@ -1,6 +1,7 @@
 /*
  * zcfloor - the floor of `zcbench static` and `zcbench replay`: the least any
- * epoll web server can do per request, as a reference "server".
+ * epoll web server can do per request, as a reference "server"
+ * (docs/bench-static.md).
  *
  *   zcfloor --root DIR [--listen 127.0.0.1:8080] [--workers N]
  *           [--event epoll|io_uring]

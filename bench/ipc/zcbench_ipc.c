@@ -52,6 +52,8 @@
 #include <unistd.h>
 
 #include "zc.h"
+#include "zc_channel.h"
+#include "zc_cs.h"
 
 enum { C_PIPE, C_UNIX, C_FULL, C_HALF, C_NOMAP, C_SHM, C_CSW_READ,
        C_WRITE_CSR, NCASES };

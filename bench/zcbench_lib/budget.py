@@ -1,5 +1,6 @@
 """The server's CPU budget: a cgroup with a CPU quota around the server
-under test, and the group's CPU time (issue 15's method).
+under test, and the group's CPU time (the server-bound method,
+docs/bench-static.md).
 
 Why: on a 2-core machine wrk fills its own core before a server fills its
 core, so unconstrained requests/s measure the client.  Under a quota

@@ -39,7 +39,7 @@ def children_waits():
 
 # A point where wrk used more than this share of the CPU it may use was
 # limited by the client, not the server: it is marked client-bound and does
-# not count toward a median or a bar (issue 15).
+# not count toward a median or a bar (docs/bench-static.md, "The method").
 CLIENT_BOUND = 0.8
 
 

@@ -1,6 +1,6 @@
 """`zcbench preload`: unmodified programs with and without libzc-preload.so.
 
-Workloads (issue 5), each run once plain and once under `zcrun
+Workloads (docs/bench-preload.md), each run once plain and once under `zcrun
 --stats-file=F --`, the two back to back in an order that alternates from
 run to run:
 

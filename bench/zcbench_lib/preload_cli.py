@@ -20,7 +20,7 @@ def parse_size(text):
 
 def add_parser(sub, list_type, duration_type, positive_type, fraction_type):
     pp = sub.add_parser(
-        "preload", help="unmodified programs with and without libzc-preload.so (issue 5)",
+        "preload", help="unmodified programs with and without libzc-preload.so",
         description="Apache httpd (mmap+write) with wrk, dd into a pipe, stdio line readers (sed, "
                     "cut), and two overhead workloads (4 KiB writes to /dev/null, socket ping-pong), "
                     "each run plainly and under zcrun, interleaved with the order alternating; "

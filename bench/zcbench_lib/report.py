@@ -15,7 +15,7 @@ server on the same two cores, wrk near 1.0 means the client caps requests/s,
 so the servers' CPU cost per request is reported beside the throughput:
 cpu_ratio = peer's cost / zchttpd's cost (> 1: zchttpd is cheaper).
 
-Client-bound runs (issue 15): a row whose wrk used more than 80 % of its
+Client-bound runs (docs/bench-static.md, "The method"): a row whose wrk used more than 80 % of its
 core (its "client_bound" field; for rows from before that field, decided
 from "client_cpu_util") measured the client.  It is left out of the
 medians and of the per-run ratios; a point whose every run was
@@ -372,7 +372,7 @@ def budget_note(meta):
     unconstrained method's note, from a result's meta."""
     b = (meta or {}).get("budget")
     if not b:
-        return "no CPU budget (before issue 15's method)"
+        return "no CPU budget (before the server-bound method)"
     if not b.get("server_cpu"):
         return "no CPU budget (--server-cpu 0)"
     return f"server budget {b['server_cpu']:g} CPU per server core (cgroup quota), wrk on the other core(s)"

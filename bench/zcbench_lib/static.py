@@ -14,7 +14,7 @@ median of the runs is reported per (workers, server, size, mode) with the
 ratios zchttpd/peer.  Several worker counts (--workers 1,4,8) add the
 scaling table and figures of scaling.py.
 
-The method (issue 15): each server runs in a cgroup of its own with a CPU
+The method (docs/bench-static.md, "The method"): each server runs in a cgroup of its own with a CPU
 quota (--server-cpu, default 0.5 of one CPU per server core; budget.py), so requests/s
 say what it does with a fixed CPU budget; every point records the group's
 CPU time and wrk's, and a point where wrk used more than 80 % of its core

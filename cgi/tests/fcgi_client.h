@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "zc.h"
+#include "zc_channel.h"
 #include "fcgi_proto.h"
 
 /* Bytes being assembled. */

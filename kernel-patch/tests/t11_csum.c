@@ -1,5 +1,5 @@
 /*
- * Checksum caching (issue 17): cs_write over TCP between two network
+ * Checksum caching (patch 0009): cs_write over TCP between two network
  * namespaces joined by a veth pair with tx checksumming off, so the
  * sender's kernel sums every byte in software.  The same sealed memfd is
  * sent again and again: /sys/kernel/zc/csum_bytes_cached must grow on the

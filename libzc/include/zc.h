@@ -1,5 +1,8 @@
 /*
- * zc.h - libzc: one zero-copy buffer model for Linux I/O.
+ * zc.h - libzc: one zero-copy buffer model for Linux I/O.  This header is
+ * the core: pools, buffers, files, aggregates, and moving them in and out
+ * (iol_read, iol_write, sinks).  Channels between processes are in
+ * zc_channel.h, Container Shipping's calls in zc_cs.h; both build on this.
  *
  * The model (docs/ARCHITECTURE.md has the long version):
  *
@@ -15,10 +18,14 @@
  *   aggregate  an ordered list of slices; a slice is a part of a buffer or an
  *              extent of a file that has not been read at all.  Aggregates
  *              are mutable and cheap: every operation is pointer work.
- *   container  Container Shipping's unit of move semantics (cs_* below).
+ *   container  Container Shipping's unit of move semantics (zc_cs.h).
  *   channel    two processes joined by a UNIX socket plus shared pools:
- *              transfers carry descriptors, never bytes.  A multiway
- *              channel joins one writer to many readers.
+ *              transfers carry descriptors, never bytes (zc_channel.h).
+ *
+ * Names: zc_* for the model; iol_* and cs_* keep the names the IO-Lite and
+ * Container Shipping papers gave their calls (iol_read/iol_write, and
+ * cs_alloc ... cs_unmap with cs_args, Table 1), so the papers read as
+ * documentation of them.
  *
  * Conventions:
  *   - Every function that can fail returns a negative errno value; nothing
@@ -59,12 +66,13 @@ typedef struct zc_pool zc_pool;
  * Memory is reserved, not touched: untouched pages cost nothing. */
 int zc_pool_create(size_t size, zc_pool **out);
 
-/* Drop the creator's reference.  The memory stays mapped until the last
- * buffer allocated from it is released.  Accepts NULL. */
-void zc_pool_destroy(zc_pool *pool);
+/* Drop the creator's reference: the pool goes away with the last buffer
+ * allocated from it (and the last peer's import); until then its memory
+ * stays mapped.  Accepts NULL. */
+void zc_pool_release(zc_pool *pool);
 
 /* The process-wide default pool, created on first use (thread-safe).
- * Never destroy it.  Returns NULL only if creation failed (errno set). */
+ * Never release it.  Returns NULL only if creation failed (errno set). */
 zc_pool *zc_default_pool(void);
 
 /* System-wide identity of the pool (the memfd's inode number). */
@@ -312,120 +320,6 @@ struct zc_io_stats {
 };
 /* Process-wide counters (atomic). */
 void zc_io_stats(struct zc_io_stats *st);
-
-/* --------------------------------------------------------------- channels */
-
-typedef struct zc_channel zc_channel;
-
-/* Turn a connected UNIX socket (SOCK_SEQPACKET or SOCK_STREAM) into a
- * channel; both ends call this.  The channel owns the socket from then on.
- * With a channel, iol_write/cs_write on zc_channel_fd() pass descriptors. */
-int zc_channel_open(int sock, zc_channel **out);
-/* zc_channel_open for an event loop: sends our side of the handshake and
- * returns at once with a non-blocking channel whose peer may not have
- * answered yet.  zc_channel_handshake completes it: 0 once done (also
- * when it was done already), -EAGAIN while the peer's answer has not
- * arrived (poll zc_channel_fd for POLLIN), another negative errno if the
- * peer is not a channel.  recv and send complete it themselves and return
- * -EAGAIN until then.  On failure of zc_channel_open_nb the socket is
- * still the caller's. */
-int zc_channel_open_nb(int sock, zc_channel **out);
-int zc_channel_handshake(zc_channel *ch);
-/* A connected pair in this process (for fork, threads and tests). */
-int zc_channel_pair(zc_channel **a, zc_channel **b);
-/* The descriptor to poll for readability.  A wake-up reaches only a side
- * that has said it waits: call zc_channel_recv until it returns -EAGAIN,
- * then poll for POLLIN (polling before ever receiving can sleep forever). */
-int zc_channel_fd(const zc_channel *ch);
-/* Send an aggregate as descriptors: buffers are lent to the peer until it
- * releases them; file slices send the file descriptor once, then extents.
- * The aggregate is left unchanged. */
-int zc_channel_send(zc_channel *ch, const zc_agg *agg);
-/* Receive one message: *out is a new aggregate of read-only buffers (and
- * file extents).  -EAGAIN if none is waiting and the channel is
- * non-blocking, -EPIPE once the peer is gone. */
-int zc_channel_recv(zc_channel *ch, zc_agg **out);
-/* The next message without consuming it: *out is a new aggregate of the
- * same read-only buffers the following zc_channel_recv returns (no copy).
- * Peeking again returns the same message.  Errors as zc_channel_recv. */
-int zc_channel_peek(zc_channel *ch, zc_agg **out);
-int zc_channel_set_nonblock(zc_channel *ch, int on);
-void zc_channel_close(zc_channel *ch);
-/* The channel registered for fd, or NULL. */
-zc_channel *zc_channel_from_fd(int fd);
-
-/* ------------------------------------------------------ multiway channels */
-
-/* One writer, many readers (Streamline's multiway pipes).  Each reader is
- * an ordinary channel end (zc_channel_recv/peek), in any process; the
- * writer holds the other ends in a zc_mchannel.  Every reader sees every
- * message sent after it joined, in order; the buffers are shared read-only
- * and return to the writer's pool when the last reader released them. */
-typedef struct zc_mchannel zc_mchannel;
-
-/* An empty multiway channel (blocking). */
-int zc_mchannel_create(zc_mchannel **out);
-/* Make an open channel end a reader; the multiway channel owns it from
- * then on (do not use or close it yourself).  A late joiner starts at the
- * current head: it receives the messages sent after this call, none
- * before.  -EAGAIN while a zc_channel_open_nb end has not completed its
- * handshake. */
-int zc_mchannel_add(zc_mchannel *m, zc_channel *ch);
-/* Send agg to every live reader, or to none.  The slowest live reader
- * bounds the writer: when it is a channel window (1 MiB or 256 slices) of
- * unread messages behind, a blocking send waits (-EINTR on a signal) and
- * a non-blocking one returns -EAGAIN; either way nothing was sent to
- * anybody.  Readers that closed their end or whose process died are
- * dropped (what they held is released) and the rest still get the
- * message; -EPIPE when no reader is left.  agg is left unchanged. */
-int zc_mchannel_send(zc_mchannel *m, const zc_agg *agg);
-/* Look at every reader now: drop those that closed or died, collect the
- * buffers readers released.  Returns the number of live readers. */
-int zc_mchannel_readers(zc_mchannel *m);
-/* A descriptor to poll for POLLIN after zc_mchannel_send said -EAGAIN:
- * readable when a reader made room (or left). */
-int zc_mchannel_fd(const zc_mchannel *m);
-int zc_mchannel_set_nonblock(zc_mchannel *m, int on);
-/* Close every reader's end (each lingers until its reader has released
- * what it holds) and free m.  Accepts NULL. */
-void zc_mchannel_close(zc_mchannel *m);
-
-/* ------------------------------------------------------ Container Shipping */
-
-/* The args structure of cs_read (Container Shipping, Table 1): arrays the
- * caller provides, each with room for maxcon entries; optional ones may be
- * NULL. */
-typedef struct cs_args {
-	int *cids;	/* container ids (required) */
-	int *offs;	/* offset of the data in each container (optional) */
-	int *lens;	/* bytes of data in each container (optional) */
-	int *sizes;	/* size of each container (optional) */
-	void **addrs;	/* mapped addresses, with CS_MAPALL (optional) */
-} cs_args;
-
-#define CS_MAPALL 0x1	/* cs_read: map every container it returns */
-#define CS_MAPNOW 0x2	/* cs_alloc: map the new container at once */
-
-/* A new container of at least `size` bytes owned by this process.  With
- * CS_MAPNOW, *addr receives its writable address.  Returns the container id
- * (>= 0) or a negative errno. */
-int cs_alloc(int size, void **addr, int options);
-/* Free containers this process owns. */
-int cs_free(int count, const int *cids);
-/* Read up to `size` bytes from fd into at most `maxcon` new containers.
- * Returns the number of containers produced, 0 at EOF, negative errno. */
-int cs_read(int fd, int size, int maxcon, cs_args *args, int options);
-/* Write [offs[i], offs[i]+lens[i]) of each container to fd and give the
- * containers away: on success their ids are no longer valid in this
- * process.  offs/lens may be NULL (whole containers).  Returns the bytes
- * written or a negative errno (on error no container is given away). */
-ssize_t cs_write(int fd, int count, const int *cids, const int *offs,
-		 const int *lens, int options);
-/* Map containers; addrs[i] receives each address.  Containers received from
- * a peer map read-only. */
-int cs_map(int count, const int *cids, void **addrs, int options);
-/* Remove mappings; the containers stay owned. */
-int cs_unmap(int count, const int *cids);
 
 #ifdef __cplusplus
 }

@@ -89,6 +89,7 @@ static void chan_free(zc_channel *ch, bool close_sock)
 	}	/* else: the lent references belong to the other process */
 	zc_agg_release(ch->rx_agg);
 	zc_agg_release(ch->rx_peeked);
+	zc_agg_release(ch->tx_rest);
 	zc_ch_ctl_free(ch);
 	zc_ch_rings_unmap(ch);
 	if (close_sock)
@@ -303,6 +304,10 @@ void zc_channel_close(zc_channel *ch)
 	ch->rx_agg = NULL;
 	zc_agg_release(ch->rx_peeked);
 	ch->rx_peeked = NULL;
+	/* The rest of a message not flushed: never sent (the peer drops the
+	 * part it has at our CLOSE). */
+	zc_agg_release(ch->tx_rest);
+	ch->tx_rest = NULL;
 	if (zc_ch_owned(ch) && ch->used && !atomic_load(&ch->broken) &&
 	    !atomic_load(&ch->peer_gone)) {
 		zc_ch_send_close(ch);

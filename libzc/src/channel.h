@@ -1,14 +1,15 @@
 /*
  * channel.h - channel internals other modules use (cs_common.c).
  *
- * Not part of the public API: zc.h has the channel calls programs make.
+ * Not part of the public API: zc_channel.h has the channel calls programs
+ * make.
  */
-#ifndef ZC_CHANNEL_H
-#define ZC_CHANNEL_H
+#ifndef ZC_CHANNEL_INTERNAL_H
+#define ZC_CHANNEL_INTERNAL_H
 
 #include <stdint.h>
 
-#include "zc.h"
+#include "zc_channel.h"
 
 /*
  * Collect buffers that peers have returned, on every channel of this
@@ -26,4 +27,4 @@ uint64_t zc_channel_serial(const zc_channel *ch);
 /* Buffers lent to the peer and not yet returned (tests, statistics). */
 unsigned zc_channel_lent(const zc_channel *ch);
 
-#endif /* ZC_CHANNEL_H */
+#endif /* ZC_CHANNEL_INTERNAL_H */

@@ -145,6 +145,23 @@ static int import_file(zc_channel *ch)
 	return 0;
 }
 
+/* Doorbells were taken here, outside zc_ch_nb_wait's rule: a caller that
+ * waits may have needed one (channel_wait.c). */
+static void bells_taken(zc_channel *ch)
+{
+	if (ch->rx_waiting || ch->tx_waiting)
+		ch->bells_lost = true;
+}
+
+/* The peer asks for a doorbell (zc_ch_ask_bell): never block, as any
+ * doorbell. */
+static void ring_back(zc_channel *ch)
+{
+	static const unsigned char bell = ZC_CH_MSG_DOORBELL;
+
+	(void)zc_sock_send(ch->sock, &bell, 1, -1, MSG_DONTWAIT);
+}
+
 /* Read one control message if one is waiting: 1 done, 0 none, <0 error. */
 static int handle_msg(zc_channel *ch)
 {
@@ -158,11 +175,16 @@ static int handle_msg(zc_channel *ch)
 	switch (t) {
 	case ZC_CH_MSG_DOORBELL:
 	case ZC_CH_MSG_CLOSE:
+	case ZC_CH_MSG_RING:
 		err = zc_ch_read_msg(ch, &b, 1, &fd);
 		if (fd >= 0)
 			close(fd);
 		if (!err && t == ZC_CH_MSG_CLOSE)
 			ch->peer_closed = true;
+		if (!err && t == ZC_CH_MSG_DOORBELL)
+			bells_taken(ch);
+		if (!err && t == ZC_CH_MSG_RING)
+			ring_back(ch);
 		break;
 	case ZC_CH_MSG_FILE:
 		err = import_file(ch);
@@ -211,6 +233,7 @@ static int take_doorbells(zc_channel *ch)
 		return errno == ECONNRESET ? -EPIPE : -errno;
 	if (got != k)
 		return -EPROTO;	/* we are the socket's only reader */
+	bells_taken(ch);
 	return k == n && n < (ssize_t)sizeof(b);
 }
 
@@ -240,6 +263,59 @@ static int drain(zc_channel *ch, bool fast)
 int zc_ch_drain_sock(zc_channel *ch)
 {
 	return drain(ch, true);
+}
+
+/* A drain's error, handled as drain() handles it. */
+static int drain_error(zc_channel *ch, int r)
+{
+	if (r == -EPIPE) {
+		zc_ch_peer_gone(ch);
+		return r;
+	}
+	if (r == -EINTR)
+		return r;
+	return zc_ch_broke(ch, r == -ENOMEM ? r : -EPROTO);
+}
+
+int zc_ch_peek_bells(zc_channel *ch)
+{
+	unsigned char b[64];
+	ssize_t n, k;
+	int r;
+
+	for (;;) {
+		do
+			n = recv(ch->sock, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		for (k = 0; k < n && b[k] == ZC_CH_MSG_DOORBELL; k++)
+			;
+		if (k > 0)
+			return (int)k;
+		/* A control message first (or EOF, an error): handled. */
+		r = handle_msg(ch);
+		if (r < 0)
+			return drain_error(ch, r);
+		if (r == 0)
+			return 0;
+	}
+}
+
+int zc_ch_take_bells(zc_channel *ch, int n)
+{
+	unsigned char b[64];
+	ssize_t got;
+
+	if (n <= 0)
+		return 0;
+	do
+		got = recv(ch->sock, b, (size_t)n, MSG_DONTWAIT);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return drain_error(ch, errno == ECONNRESET ? -EPIPE : -errno);
+	/* We are the socket's only reader: they are still there. */
+	return got == n ? 0 : zc_ch_broke(ch, -EPROTO);
 }
 
 /* ------------------------------------------ what the peer shared with us */
@@ -358,6 +434,13 @@ int zc_ch_share_file(zc_channel *ch, zc_file *file, uint32_t *token)
 	ch->sent_files[ch->n_sent_files] = zc_file_ref(file);
 	*token = ch->n_sent_files++;
 	return 0;
+}
+
+void zc_ch_ask_bell(zc_channel *ch)
+{
+	static const unsigned char ring = ZC_CH_MSG_RING;
+
+	(void)zc_sock_send(ch->sock, &ring, 1, -1, MSG_DONTWAIT);
 }
 
 void zc_ch_send_close(zc_channel *ch)

@@ -6,7 +6,7 @@
  *
  *   socket   typed control messages only: the handshake (each side's ring
  *            region memfd), pool memfds (zc_pool_send), file descriptors,
- *            CLOSE, and one-byte doorbells.  It is also what the program
+ *            CLOSE, one-byte doorbells and RING.  It is also what the program
  *            polls, and its EOF is how we learn that the peer is gone.
  *   rings    descriptors: BUF (pool id, offset, length, generation, lend
  *            token, slice), FILE (file token, extent), MSG_END, and RETURN
@@ -24,11 +24,9 @@
  *   channel_hello.c     the handshake: ring regions created, checked, mapped
  *   channel_wait.c      sleeping and waking without lost wakeups
  *   channel.c           life cycle: open, pair, close, free, reaping
- *   channel_send.c      zc_channel_send
+ *   channel_send.c      zc_channel_send, zc_channel_flush
  *   channel_recv.c      zc_channel_recv and zc_channel_peek, and the
  *                       RETURN a received buffer sends when it is released
- *   channel_multi.c     multiway channels: one writer, many readers, each
- *                       reader an ordinary channel of the writer's
  *
  * Cross-file functions are zc_ch_*; everything else is static to its file.
  * channel.h is the part other modules (cs.c) use.
@@ -50,11 +48,13 @@
 /* Control messages.  The first byte says what follows; anything else is a
  * pool share in zc_pool_send's own format, checked by zc_pool_recv.
  * channel_ctl.c reads them all; channel_hello.c sends HELLO,
- * channel_wait.c DOORBELL, channel.c CLOSE (through zc_ch_send_close). */
+ * channel_wait.c DOORBELL, channel.c CLOSE (through zc_ch_send_close),
+ * channel_wait.c RING (through zc_ch_ask_bell). */
 enum {
 	ZC_CH_MSG_HELLO = 0xC1,
 	ZC_CH_MSG_FILE = 0xC2,
 	ZC_CH_MSG_CLOSE = 0xC3,
+	ZC_CH_MSG_RING = 0xC4,		/* "send me a doorbell" */
 	ZC_CH_MSG_DOORBELL = 0xD0,
 };
 
@@ -88,6 +88,17 @@ struct zc_channel {
 	struct zc_ring tx;	/* ours: we produce */
 	struct zc_ring rx;	/* the peer's: we consume */
 
+	/* channel_wait.c: what a non-blocking caller was told -EAGAIN for and
+	 * has not had since (set and cleared by channel_send.c and
+	 * channel_recv.c): its doorbells are not ours to take */
+	bool rx_waiting;	/* a recv: data */
+	bool tx_waiting;	/* a send: room for tx_wait_need slots and
+				 * tx_wait_bytes bytes */
+	size_t tx_wait_need;
+	uint64_t tx_wait_bytes;
+	bool bells_lost;	/* doorbells were taken while a caller waited,
+				 * to reach a message behind them */
+
 	/* channel_send.c (tx_bytes is allocated and freed by channel.c) */
 	unsigned sends;		/* for the occasional socket check */
 	uint64_t tx_tail;	/* next data slot we fill */
@@ -95,7 +106,12 @@ struct zc_channel {
 	uint64_t tx_seen;	/* peer head we last accounted for */
 	uint64_t tx_inring;	/* bytes published and not yet consumed */
 	uint64_t tx_want;	/* bytes of the message waiting to go */
+	size_t tx_need;		/* slots it needs (a blocking wait) */
 	uint64_t *tx_bytes;	/* bytes per data slot (tx_inring upkeep) */
+	zc_agg *tx_rest;	/* a message longer than the ring: its slices,
+				 * from tx_rest_next on still to go */
+	size_t tx_rest_next;
+	uint64_t tx_msg_start;	/* slot of its first descriptor */
 
 	/* channel_recv.c (channel.c releases rx_agg and rx_peeked at the
 	 * end) */
@@ -189,6 +205,14 @@ static inline uint64_t zc_ch_now_ns(void)
 /* 1 ready, 0 not yet, <0 error (what zc_ch_wait waits for). */
 typedef int (*zc_ch_ready_fn)(zc_channel *ch);
 
+/* Is there something for recv: a published descriptor not yet taken, or
+ * the news that the peer is gone? */
+static inline int zc_ch_data_ready(zc_channel *ch)
+{
+	return zc_ld_acq(&ch->rx.shm->data_tail.v) != ch->rx_head ||
+	       ch->peer_closed || atomic_load(&ch->peer_gone);
+}
+
 /* ------------------------------------------------- channel_registry.c */
 
 /* fd -> channel: set the slot to ch if it holds expect (-EBUSY if not). */
@@ -232,6 +256,12 @@ int zc_ch_peek_type(int sock);
  * read; see drain() for when it stops early): 0, -EPIPE once the peer is
  * gone, or the channel's (now sticky) error. */
 int zc_ch_drain_sock(zc_channel *ch);
+/* The doorbells at the head of the socket, counted, not taken (control
+ * messages before them are handled): how many, or a negative errno as
+ * zc_ch_drain_sock's. */
+int zc_ch_peek_bells(zc_channel *ch);
+/* Take n doorbells zc_ch_peek_bells counted. */
+int zc_ch_take_bells(zc_channel *ch, int n);
 /* Share a pool / a file with the peer, once (ordering rule: before any
  * descriptor names it). */
 int zc_ch_share_pool(zc_channel *ch, zc_pool *pool);
@@ -241,6 +271,9 @@ int zc_ch_share_file(zc_channel *ch, zc_file *file, uint32_t *token);
 int zc_ch_peer_pool(zc_channel *ch, uint64_t id, zc_pool **out);
 int zc_ch_peer_file(zc_channel *ch, uint64_t token, zc_file **out);
 void zc_ch_send_close(zc_channel *ch);
+/* Ask the peer for a doorbell (it sends one when it next reads its
+ * socket). */
+void zc_ch_ask_bell(zc_channel *ch);
 /* Drop every pool and file shared either way. */
 void zc_ch_ctl_free(zc_channel *ch);
 
@@ -265,6 +298,11 @@ int zc_ch_prepare_sleep(zc_channel *ch, zc_ch_ready_fn ready, unsigned want);
 /* Block until ready() holds: 0, or <0 (-EINTR with intr on a signal). */
 int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
 	       unsigned want);
+/* A non-blocking send (own ZC_RING_WANT_ROOM; room_ready says whether
+ * the room it waits for is there) or recv (ZC_RING_WANT_DATA) about to say
+ * -EAGAIN: 1 if what it waits for is there after all, 0 to say -EAGAIN
+ * (the peer rings when it changes), or a negative errno. */
+int zc_ch_nb_wait(zc_channel *ch, unsigned own, zc_ch_ready_fn room_ready);
 
 /* ---------------------------------------------------------- channel.c */
 
@@ -274,10 +312,11 @@ void zc_ch_reap_maybe(void);
 
 /* ----------------------------------------------------- channel_send.c */
 
-/* 0 once a message of agg's size fits (blocking: waits; non-blocking:
- * -EAGAIN); nothing is sent.  Room only grows after that. */
-int zc_ch_send_room(zc_channel *ch, const zc_agg *agg);
-/* Send agg (no borrowed slices) after zc_ch_send_room said 0. */
-int zc_ch_send_fitted(zc_channel *ch, const zc_agg *agg);
+/* Move on the rest of a message longer than the ring: 0 when none is
+ * left, -EAGAIN (non-blocking) while some is, or a negative errno. */
+int zc_ch_push_rest(zc_channel *ch);
+/* Is the room a non-blocking send was told -EAGAIN for there now?  (For
+ * zc_ch_nb_wait.) */
+int zc_ch_room_ready(zc_channel *ch);
 
 #endif /* ZC_CHANNEL_INT_H */

@@ -141,8 +141,7 @@ static int pop_message(zc_channel *ch, zc_agg **out)
 
 static int rx_ready(zc_channel *ch)
 {
-	return zc_ld_acq(&ch->rx.shm->data_tail.v) != ch->rx_head ||
-	       ch->peer_closed || atomic_load(&ch->peer_gone);
+	return zc_ch_data_ready(ch);
 }
 
 int zc_channel_recv(zc_channel *ch, zc_agg **out)
@@ -166,11 +165,17 @@ int zc_channel_recv(zc_channel *ch, zc_agg **out)
 	zc_ch_claim(ch);
 	if ((r = atomic_load(&ch->broken)))
 		return r;
+	/* The rest of a long message we sent moves on while we wait for
+	 * an answer (which the peer may only give once it has it all). */
+	if (ch->tx_rest && (r = zc_ch_push_rest(ch)) && r != -EAGAIN)
+		return r;
 	zc_ch_flush_returns(ch);
 	if ((r = zc_ch_drain_returns(ch)) < 0)
 		return r;
 	for (;;) {
 		r = pop_message(ch, out);
+		if (r > 0)
+			ch->rx_waiting = false;
 		if (r)
 			return r < 0 ? r : 0;
 		if (ch->peer_closed || atomic_load(&ch->peer_gone)) {
@@ -180,14 +185,15 @@ int zc_channel_recv(zc_channel *ch, zc_agg **out)
 			return -EPIPE;
 		}
 		if (ch->nonblock) {
-			/* Leave the flag set: the writer rings, poll sees
-			 * POLLIN.  Stray doorbells are drained first so a
-			 * level-triggered poll does not spin. */
-			r = zc_ch_drain_sock(ch);
+			/* The writer rings, poll sees POLLIN; doorbells
+			 * nobody waits for any more are taken, so a
+			 * level-triggered poll does not spin, and those a
+			 * waiting send needs are not (channel_wait.c). */
+			r = zc_ch_nb_wait(ch, ZC_RING_WANT_DATA,
+					  zc_ch_room_ready);
 			if (r < 0 && r != -EPIPE)
 				return r;
-			if (r == 0 && zc_ch_prepare_sleep(ch, rx_ready,
-							ZC_RING_WANT_DATA) == 0)
+			if (r == 0)
 				return -EAGAIN;
 			continue;
 		}

@@ -5,12 +5,12 @@
  * Each slice becomes one descriptor (BUF: the buffer is lent, its pool
  * shared first; FILE: the file shared first, then the extent); the last
  * one carries ZC_ENT_F_END, which closes the message (only an empty
- * message takes a MSG_END entry of its own).  Descriptors are written to the ring and
- * published together, with one release store of the tail, so the peer sees
- * whole messages; only a message longer than the ring streams through it in
- * parts (and a failure half way then ends it with an ABORT MSG_END).  A
- * blocking send waits for room (channel_wait.c); a non-blocking one sends
- * all of a message or nothing.
+ * message takes a MSG_END entry of its own).  Descriptors are written to
+ * the ring and published together, with one release store of the tail, so
+ * the peer sees whole messages; only a message longer than the ring
+ * streams through it in parts (below, "send"), and a failure half way
+ * then ends it with an ABORT MSG_END.  A blocking send waits for room
+ * (channel_wait.c); a non-blocking one takes a whole message or nothing.
  *
  * The window: bytes a writer may have published that its reader has not
  * consumed yet -- the channel's socket buffer.  Without it a writer that
@@ -67,17 +67,17 @@ static int64_t tx_space(zc_channel *ch)
 	return (int64_t)(ch->tx.data_cap - (ch->tx_tail - head));
 }
 
-/* Does a message of `need` slots and ch->tx_want bytes fit now?  Bytes
- * count against the window unless the ring is empty, so one message of
- * any size can always go. */
-static int tx_fits(zc_channel *ch, size_t need)
+/* Does a message of `need` slots and `bytes` bytes fit now?  Bytes count
+ * against the window unless the ring is empty, so one message of any
+ * size can always go. */
+static int tx_fits(zc_channel *ch, size_t need, uint64_t bytes)
 {
 	int64_t space = tx_space(ch);
 
 	if (space < 0)
 		return (int)space;
 	return (size_t)space >= need &&
-	       (ch->tx_inring == 0 || ch->tx_inring + ch->tx_want <= window);
+	       (ch->tx_inring == 0 || ch->tx_inring + bytes <= window);
 }
 
 static int tx_check(zc_channel *ch)
@@ -91,24 +91,21 @@ static int tx_check(zc_channel *ch)
 	return 0;
 }
 
-/* Room for one more descriptor (a message streaming through the ring). */
-static int tx_ready(zc_channel *ch)
+/* Room for the message send_room waits for (tx_need slots, tx_want
+ * bytes). */
+static int tx_msg_ready(zc_channel *ch)
 {
 	int r = tx_check(ch);
 
-	if (r)
-		return r;
-	r = (int)tx_space(ch);
-	return r < 0 ? r : r > 0;
+	return r ? r : tx_fits(ch, ch->tx_need, ch->tx_want);
 }
 
-/* Room for a whole message of one slice (its end is a flag on it), within
- * the window. */
-static int tx_window_ready(zc_channel *ch)
+/* Room for what a non-blocking send was told -EAGAIN for. */
+int zc_ch_room_ready(zc_channel *ch)
 {
 	int r = tx_check(ch);
 
-	return r ? r : tx_fits(ch, 1);
+	return r ? r : tx_fits(ch, ch->tx_wait_need, ch->tx_wait_bytes);
 }
 
 static int check_usable(zc_channel *ch)
@@ -123,27 +120,25 @@ static int check_usable(zc_channel *ch)
 }
 
 /*
- * Non-blocking send: all of a message or nothing, so it needs `need` free
- * slots now.  Otherwise -EAGAIN with our sleeping flag left set: the reader
- * rings when it makes room, and the program sees POLLIN on the channel fd.
+ * Non-blocking: room for `need` slots and `bytes` bytes now, or -EAGAIN
+ * with the wait announced (zc_ch_nb_wait): the reader rings when it makes
+ * room, and the program sees POLLIN on the channel fd.
  */
-static int room_nonblock(zc_channel *ch, size_t need)
+static int room_nonblock(zc_channel *ch, size_t need, uint64_t bytes)
 {
-	int err;
+	int err = tx_fits(ch, need, bytes);
 
-	if (need > ch->tx.data_cap)
-		return -EMSGSIZE;
-	if ((err = tx_fits(ch, need)))
-		return err < 0 ? err : 0;
-	if ((err = zc_ch_drain_sock(ch)) < 0)
+	if (err == 0) {
+		ch->tx_wait_need = need;
+		ch->tx_wait_bytes = bytes;
+		err = zc_ch_nb_wait(ch, ZC_RING_WANT_ROOM, zc_ch_room_ready);
+		if (err == 0)
+			return check_usable(ch) ?: -EAGAIN;
+	}
+	if (err < 0)
 		return err;
-	atomic_fetch_or(&ch->tx.shm->sleeping.v, ZC_RING_WANT_ROOM);
-	if ((err = tx_fits(ch, need)) == 0)
-		return check_usable(ch) ?: -EAGAIN;
-	atomic_fetch_and_explicit(&ch->tx.shm->sleeping.v,
-				  ~(uint64_t)ZC_RING_WANT_ROOM,
-				  memory_order_relaxed);
-	return err < 0 ? err : 0;
+	ch->tx_waiting = false;
+	return 0;
 }
 
 /* ----------------------------------------------------------- descriptors */
@@ -185,22 +180,14 @@ static void publish(zc_channel *ch)
 	zc_ch_notify(ch, ZC_RING_WANT_DATA);
 }
 
-/* Write one descriptor, waiting for room if the ring is full. */
+/* Write one descriptor into a free slot (the callers made sure of one;
+ * -ENOSPC if there is none). */
 static int put_entry(zc_channel *ch, const struct zc_ring_ent *e)
 {
 	int64_t space = tx_space(ch);
-	int err;
 
-	if (space < 0)
-		return (int)space;
-	if (space == 0) {
-		/* A message longer than the ring streams through it: show
-		 * the peer what we have so it can make room. */
-		publish(ch);
-		err = zc_ch_wait(ch, tx_ready, false, ZC_RING_WANT_ROOM);
-		if (err)
-			return err;
-	}
+	if (space <= 0)
+		return space < 0 ? (int)space : -ENOSPC;
 	memcpy(&ch->tx.data[ch->tx_tail & (ch->tx.data_cap - 1)], e, sizeof(*e));
 	ch->tx_bytes[ch->tx_tail & (ch->tx.data_cap - 1)] = e->slen;
 	ch->tx_inring += e->slen;
@@ -223,6 +210,8 @@ static void abort_message(zc_channel *ch, uint64_t start)
 		ch->tx_inring -= e->slen;
 	}
 	ch->tx_tail = ch->tx_pub;
+	/* A slot is free: the failure came before a descriptor that had
+	 * room, or the peer is gone and hears nothing anyway. */
 	if (ch->tx_pub != start && !atomic_load(&ch->peer_gone) &&
 	    put_entry(ch, &end) == 0)
 		publish(ch);
@@ -231,19 +220,120 @@ static void abort_message(zc_channel *ch, uint64_t start)
 /* --------------------------------------------------------------- send */
 
 /*
- * Everything before the descriptors: the channel is usable, returns are
- * collected, and a message of agg's size fits -- a blocking channel waits
- * for room, a non-blocking one says -EAGAIN (nothing sent).  Once this said
- * 0, room only grows (we are the ring's only producer), so
- * zc_ch_send_fitted can follow at any later time.  A multiway channel
- * (channel_multi.c) asks every reader this before it sends to any.
+ * A message longer than the ring (more slices than it has slots) cannot be
+ * published whole, so it streams: the descriptors that fit go onto the
+ * ring and are published (the reader keeps a partial message until its
+ * END), the rest waits in tx_rest and follows as the reader makes room --
+ * within the window, as any message: past the first descriptor, only as
+ * many bytes as the window allows are on the ring at a time.  A blocking
+ * send waits for all of it; a non-blocking one returns 0 once the message
+ * is accepted and the rest moves on in later calls (send, recv,
+ * zc_channel_flush), while every new send says -EAGAIN until it has gone:
+ * all or nothing, messages in order.
  */
-int zc_ch_send_room(zc_channel *ch, const zc_agg *agg)
+
+/* Room for the next descriptor of a streaming message (tx_want holds its
+ * bytes): a free slot, within the window. */
+static int tx_next_ready(zc_channel *ch)
+{
+	int r = tx_check(ch);
+
+	return r ? r : tx_fits(ch, 1, ch->tx_want);
+}
+
+/* Put descriptors of agg's slices [*next, n) on the ring while there is
+ * room for them (every one if all_fit: the caller made sure), advancing
+ * *next; the message's last one carries END.  0 or a negative errno
+ * (a slice whose pool or file could not be shared, no room in the lend
+ * table): then nothing of this call is on the ring. */
+static int put_slices(zc_channel *ch, const zc_agg *agg, size_t *next,
+		      bool all_fit)
+{
+	for (; *next < agg->n; (*next)++) {
+		const struct zc_slice_int *s = &agg->s[agg->head + *next];
+		struct zc_ring_ent e;
+		int err;
+
+		if (!all_fit) {
+			ch->tx_want = s->len;	/* what tx_next_ready waits for */
+			if ((err = tx_fits(ch, 1, s->len)) <= 0)
+				return err;
+		}
+		err = make_entry(ch, s, &e);
+		if (err)
+			return err;
+		if (*next + 1 == agg->n)
+			e.flags |= ZC_ENT_F_END;	/* no MSG_END needed */
+		err = put_entry(ch, &e);
+		if (err) {
+			if (e.type == ZC_ENT_BUF)
+				zc_ch_unlend(ch, e.token);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* A failure half way through an accepted message: the peer is told to
+ * drop what it has of it, and the channel cannot be trusted with the next
+ * message either (this one was promised): the error sticks. */
+static int fail_message(zc_channel *ch, int err)
+{
+	abort_message(ch, ch->tx_msg_start);
+	zc_agg_release(ch->tx_rest);
+	ch->tx_rest = NULL;
+	return zc_ch_broke(ch, err);
+}
+
+/*
+ * Move the rest of a streaming message on.  0 once it has all gone (or
+ * there was none), -EAGAIN (non-blocking) while some is left -- with our
+ * sleeping flag set, so the reader rings when it makes room -- or another
+ * negative errno.  A blocking channel waits until all has gone.
+ */
+int zc_ch_push_rest(zc_channel *ch)
 {
 	int err;
 
-	if (ch->closed)
-		return -EBADF;
+	while (ch->tx_rest) {
+		err = put_slices(ch, ch->tx_rest, &ch->tx_rest_next, false);
+		if (err < 0)
+			return fail_message(ch, err);
+		publish(ch);
+		if (ch->tx_rest_next == ch->tx_rest->n) {
+			zc_agg_release(ch->tx_rest);
+			ch->tx_rest = NULL;
+			ch->tx_waiting = false;
+			break;
+		}
+		/* No room for the next descriptor: wait, or say so. */
+		if (ch->nonblock) {
+			err = room_nonblock(ch, 1, ch->tx_want);
+			if (err)
+				return err;
+			continue;	/* room appeared meanwhile */
+		}
+		/* Not interruptible: part of the message has gone, and a
+		 * caller that tried again after -EINTR would send it twice. */
+		err = zc_ch_wait(ch, tx_next_ready, false, ZC_RING_WANT_ROOM);
+		if (err)
+			return fail_message(ch, err);
+	}
+	return 0;
+}
+
+/*
+ * Everything before a new message's descriptors: the channel is usable,
+ * returns are collected, an earlier message's rest has gone, and agg fits:
+ * a message no longer than the ring needs as many free slots and room in
+ * the window; a longer one an empty ring (it then streams).  A blocking
+ * channel waits for that; a non-blocking one says -EAGAIN (nothing sent).
+ */
+static int send_room(zc_channel *ch, const zc_agg *agg)
+{
+	size_t need = agg->n ? agg->n : 1;
+	int err;
+
 	if (ch->handshaking && (err = zc_channel_handshake(ch)))
 		return err;
 	pthread_once(&window_once, window_init);
@@ -251,7 +341,12 @@ int zc_ch_send_room(zc_channel *ch, const zc_agg *agg)
 	/* Now and then look at the socket even when nothing waits: this is
 	 * how a sender that never blocks learns that its peer died. */
 	if (++ch->sends % 64 == 0) {
-		zc_ch_drain_sock(ch);
+		/* Doorbells only when no caller waits for one (channel_wait.c,
+		 * zc_ch_nb_wait); control messages and EOF either way. */
+		if (ch->rx_waiting || ch->tx_waiting)
+			zc_ch_peek_bells(ch);
+		else
+			zc_ch_drain_sock(ch);
 		zc_ch_reap_maybe();
 	}
 	if ((err = check_usable(ch)))
@@ -259,48 +354,24 @@ int zc_ch_send_room(zc_channel *ch, const zc_agg *agg)
 	zc_ch_flush_returns(ch);
 	if ((err = zc_ch_drain_returns(ch)) < 0)
 		return err;
-	ch->tx_want = agg->len;
-	if (ch->nonblock)
-		return room_nonblock(ch, agg->n ? agg->n : 1);
-	if ((err = tx_fits(ch, 1)) != 0)
-		return err < 0 ? err : 0;
-	return zc_ch_wait(ch, tx_window_ready, true, ZC_RING_WANT_ROOM);
-}
-
-/*
- * The descriptors of agg (no borrowed slices), published; the last one
- * carries ZC_ENT_F_END (an empty message is a MSG_END entry alone).
- */
-int zc_ch_send_fitted(zc_channel *ch, const zc_agg *agg)
-{
-	uint64_t start = ch->tx_tail;
-	int err;
-
-	for (size_t i = 0; i < agg->n; i++) {
-		struct zc_ring_ent e;
-
-		err = make_entry(ch, &agg->s[agg->head + i], &e);
-		if (i + 1 == agg->n)
-			e.flags |= ZC_ENT_F_END;	/* no MSG_END needed */
-		if (!err && (err = put_entry(ch, &e)) && e.type == ZC_ENT_BUF)
-			zc_ch_unlend(ch, e.token);
-		if (err) {
-			abort_message(ch, start);
-			return err;
-		}
-	}
-	struct zc_ring_ent end = { .type = ZC_ENT_MSG_END };
-
-	if (agg->n == 0 && (err = put_entry(ch, &end))) {
-		abort_message(ch, start);
+	if ((err = zc_ch_push_rest(ch)))
 		return err;
+	ch->tx_want = agg->len;
+	if (need > ch->tx.data_cap) {
+		ch->tx_want = 0;	/* an empty ring: the window is too */
+		need = ch->tx.data_cap;
 	}
-	publish(ch);
-	return 0;
+	if (ch->nonblock)
+		return room_nonblock(ch, need, ch->tx_want);
+	if ((err = tx_fits(ch, need, ch->tx_want)) != 0)
+		return err < 0 ? err : 0;
+	ch->tx_need = need;
+	return zc_ch_wait(ch, tx_msg_ready, true, ZC_RING_WANT_ROOM);
 }
 
 int zc_channel_send(zc_channel *ch, const zc_agg *agg)
 {
+	size_t next = 0;
 	int err;
 
 	if (!ch || !agg)
@@ -317,6 +388,49 @@ int zc_channel_send(zc_channel *ch, const zc_agg *agg)
 		zc_agg_release(owned);
 		return err;
 	}
-	err = zc_ch_send_room(ch, agg);
-	return err ? err : zc_ch_send_fitted(ch, agg);
+	if ((err = send_room(ch, agg)))
+		return err;
+	ch->tx_msg_start = ch->tx_tail;
+	if (agg->n == 0) {
+		struct zc_ring_ent end = { .type = ZC_ENT_MSG_END };
+
+		if ((err = put_entry(ch, &end)))
+			return err;
+		publish(ch);
+		return 0;
+	}
+	/* A message that fits goes whole, published at once. */
+	err = put_slices(ch, agg, &next, agg->n <= ch->tx.data_cap);
+	if (err < 0) {
+		abort_message(ch, ch->tx_msg_start);
+		return err;
+	}
+	if (next == agg->n) {
+		publish(ch);
+		return 0;
+	}
+	/* A longer one streams: its rest follows. */
+	if ((err = zc_agg_dup(agg, &ch->tx_rest))) {
+		abort_message(ch, ch->tx_msg_start);
+		return err;
+	}
+	ch->tx_rest_next = next;
+	publish(ch);
+	err = zc_ch_push_rest(ch);
+	return err == -EAGAIN ? 0 : err;	/* accepted: the rest follows */
+}
+
+int zc_channel_flush(zc_channel *ch)
+{
+	if (!ch)
+		return -EINVAL;
+	if (ch->closed)
+		return -EBADF;
+	if (!ch->tx_rest) {
+		ch->tx_waiting = false;	/* nothing of the caller's waits */
+		return 0;
+	}
+	zc_ch_claim(ch);
+	zc_ch_drain_returns(ch);
+	return zc_ch_push_rest(ch);
 }

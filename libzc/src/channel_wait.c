@@ -18,6 +18,15 @@
  * -EAGAIN, then poll for POLLIN (after a send's -EAGAIN too: room on the
  * ring rings the same bell).
  *
+ * One bell serves both waits, and a doorbell says nothing about which one
+ * it is for; what matters is who may take it (zc_ch_nb_wait).  A loop that
+ * waits for room and for data calls send and recv on each wake-up; if
+ * whichever runs first took a bell meant for the other and went to sleep
+ * having checked only its own wait, the descriptor would not be readable
+ * any more and the loop would sleep with the channel ready -- the writer
+ * waiting for room the reader made, the reader waiting for data that never
+ * comes.  (zchttpd's FastCGI link did exactly that, rarely, under load.)
+ *
  * While it waits a side keeps the channel alive: it reads the control
  * socket (doorbells, shared pools and files, CLOSE, EOF) and hands back
  * the RETURNs that did not fit the return ring, so the peer is never left
@@ -137,4 +146,67 @@ int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
 				      memory_order_relaxed);
 	}
 	return r < 0 ? r : 0;
+}
+
+/*
+ * The non-blocking wait, for every caller waiting for something on the
+ * channel -- this one (own) and any earlier one still told -EAGAIN
+ * (rx_waiting, tx_waiting):
+ *
+ *   1. count the doorbells now at the head of the socket, taking none;
+ *   2. announce every wait (the flag bits: the peer rings for any of them);
+ *   3. look at every wait's condition again;
+ *   4. own is there: withdraw it, go on (the bells stay for later);
+ *      another's is there: leave the bells, so the descriptor stays
+ *      readable and that caller, called again, finds it;
+ *      none is: take the bells counted in 1 -- they are answered, every
+ *      wait has been looked at since they came -- and sleep.
+ *
+ * A bell is taken only when no wait's condition holds after it arrived, so
+ * whenever one holds, a bell is still there (the peer rang when it made it
+ * hold, the flag being set by 2) or its own caller saw it in 3.
+ *
+ * One path must break the rule: a received descriptor that names a pool
+ * or file the peer shares only reaches the share by reading through the
+ * doorbells in front of it (channel_ctl.c: bells_lost).  When after that
+ * another wait's condition holds with no bell left, we ask the peer for
+ * one (RING): it answers the next time it reads its socket, which the
+ * RING itself wakes it for.
+ */
+int zc_ch_nb_wait(zc_channel *ch, unsigned own, zc_ch_ready_fn room_ready)
+{
+	unsigned want = 0;
+	int bells, data = 0, room = 0;
+
+	if (own & ZC_RING_WANT_DATA)
+		ch->rx_waiting = true;
+	if (own & ZC_RING_WANT_ROOM)
+		ch->tx_waiting = true;
+	bells = zc_ch_peek_bells(ch);
+	if (bells < 0)
+		return bells;
+	if (ch->rx_waiting)
+		want |= ZC_RING_WANT_DATA;
+	if (ch->tx_waiting)
+		want |= ZC_RING_WANT_ROOM;
+	atomic_fetch_or(&ch->tx.shm->sleeping.v, want);	/* seq_cst */
+	if (ch->rx_waiting)
+		data = zc_ch_data_ready(ch);
+	if (ch->tx_waiting && room_ready && (room = room_ready(ch)) < 0)
+		return room;
+	if (((own & ZC_RING_WANT_DATA) && data) ||
+	    ((own & ZC_RING_WANT_ROOM) && room)) {
+		atomic_fetch_and_explicit(&ch->tx.shm->sleeping.v,
+					  ~(uint64_t)own, memory_order_relaxed);
+		return 1;
+	}
+	if (data || room) {
+		/* Another caller's: its bells stay -- or come again. */
+		if (!bells && ch->bells_lost)
+			zc_ch_ask_bell(ch);
+		ch->bells_lost = false;
+		return 0;
+	}
+	ch->bells_lost = false;
+	return zc_ch_take_bells(ch, bells);
 }

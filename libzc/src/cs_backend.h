@@ -23,7 +23,8 @@
 
 #include <sys/types.h>
 
-#include "zc.h"
+#include "zc_cs.h"
+#include "zc_channel.h"
 
 struct zc_cs_ops {
 	int (*alloc)(int size, void **addr, int options);

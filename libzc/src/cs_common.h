@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "zc.h"
+#include "zc_cs.h"
+#include "zc_channel.h"
 
 /* A buffer from the default pool, waiting a little for loaned memory to
  * come back when the pool is full. */

@@ -38,6 +38,8 @@
 #include <sys/types.h>
 
 #include "zc.h"
+#include "zc_channel.h"
+#include "zc_cs.h"
 
 /* memfd_create's flag, for C libraries older than their memfd_create. */
 #ifndef MFD_ALLOW_SEALING

@@ -357,7 +357,7 @@ void zc_pool_put(zc_pool *p)
 	free(p);
 }
 
-void zc_pool_destroy(zc_pool *pool)
+void zc_pool_release(zc_pool *pool)
 {
 	zc_pool_put(pool);
 }
@@ -394,7 +394,7 @@ zc_pool *zc_default_pool(void)
 	}
 	/* Two threads may race to create it: one wins, the other's goes. */
 	if (!atomic_compare_exchange_strong(&default_pool, &expected, p)) {
-		zc_pool_destroy(p);
+		zc_pool_release(p);
 		p = expected;
 	}
 	return p;

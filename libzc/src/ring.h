@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define ZC_RING_MAGIC 0x474e525au	/* "ZRNG" */
-#define ZC_RING_VERSION 2u	/* 2: ZC_ENT_F_END */
+#define ZC_RING_VERSION 3u	/* 2: ZC_ENT_F_END; 3: the RING message */
 
 #define ZC_RING_DATA_CAP 256u		/* descriptors: 16 KiB */
 #define ZC_RING_RET_CAP 1024u		/* returns: 16 KiB */

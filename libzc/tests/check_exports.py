@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""check_exports.py - libzc.so exports exactly the functions zc.h declares.
+"""check_exports.py - libzc.so exports exactly the functions its public
+headers declare.
 
-usage: check_exports.py NM LIBZC_SO ZC_H VERSION CC [CC_ARGS...]
+usage: check_exports.py NM LIBZC_SO VERSION HEADER... -- CC [CC_ARGS...]
 
-The header is run through the C preprocessor (CC -E) and only the text that
-comes from ZC_H itself is kept; every top-level declaration with a parameter
-list that is not a typedef is one API function.  The shared library's
-defined dynamic symbols (NM -D --defined-only) must be that set exactly,
-each with the version node VERSION (libzc/libzc.map).  So declaring a
-function in zc.h without exporting it fails, and so does exporting anything
-that zc.h does not declare (an internal function, a global variable).
+Each header (zc.h, zc_channel.h, zc_cs.h) is run through the C preprocessor
+(CC -E) and only the text that comes from that header itself is kept (so a
+header that includes zc.h does not count zc.h's functions twice); every
+top-level declaration with a parameter list that is not a typedef is one
+API function.  The shared library's defined dynamic symbols (NM -D
+--defined-only) must be the union of them exactly, each with the version
+node VERSION (libzc/libzc.map).  So declaring a function in a public header
+without exporting it fails, and so does exporting anything that no public
+header declares (an internal function, a global variable).
 
 Exit status 0 when they match, 1 with the differences otherwise.
 """
@@ -67,24 +70,32 @@ def exported_symbols(nm, lib):
 
 
 def main():
-    if len(sys.argv) < 6:
+    args = sys.argv[1:]
+    if "--" not in args or args.index("--") < 4 or args[-1] == "--":
         sys.exit(__doc__)
-    nm, lib, header, version = sys.argv[1:5]
-    cc = sys.argv[5:]
-    api = header_functions(cc, header)
+    sep = args.index("--")
+    nm, lib, version = args[:3]
+    headers, cc = args[3:sep], args[sep + 1:]
+    api = set()
+    for header in headers:
+        funcs = header_functions(cc, header)
+        if api & funcs:
+            sys.exit(f"check_exports: declared twice: {sorted(api & funcs)}")
+        api |= funcs
     exported = exported_symbols(nm, lib)
     missing = sorted(api - exported.keys())
     extra = sorted(exported.keys() - api)
     unversioned = sorted(s for s in api & exported.keys()
                          if exported[s] != version)
     for s in missing:
-        print(f"declared in zc.h, not exported: {s}")
+        print(f"declared in a public header, not exported: {s}")
     for s in extra:
-        print(f"exported, not declared in zc.h: {s}")
+        print(f"exported, not declared in a public header: {s}")
     for s in unversioned:
         print(f"exported without version {version}: {s} "
               f"({exported[s] or 'no version'})")
-    print(f"zc.h declares {len(api)} functions; "
+    print(f"{', '.join(os.path.basename(h) for h in headers)} declare "
+          f"{len(api)} functions; "
           f"{os.path.basename(lib)} exports {len(exported)} symbols")
     return 1 if missing or extra or unversioned else 0
 

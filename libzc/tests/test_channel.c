@@ -28,9 +28,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "zc.h"
+#include "zc_channel.h"
 #include "../src/internal.h"
 #include "../src/channel.h"
+#include "../src/channel_int.h"	/* the window: tx_inring */
 #include "../src/ring.h"
 #include "io_test_util.h"
 
@@ -163,7 +164,7 @@ static void test_pair_roundtrip(void **state)
 
 	zc_channel_close(a);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* An empty aggregate is a message too. */
@@ -214,7 +215,7 @@ static void test_file_changed(void **state)
 	zc_channel_close(b);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* A steady stream reuses the same memory: nothing new is allocated. */
@@ -260,7 +261,7 @@ static void test_steady_stream(void **state)
 	assert_int_equal(in_use(pool), 0);
 	zc_channel_close(a);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* A receiver that gave the pages to its kernel says so; the owner then
@@ -294,7 +295,7 @@ static void test_kref_on_return(void **state)
 	assert_int_equal(st.bytes_in_use, 0);
 	zc_channel_close(a);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* A received buffer can be sent on over another channel; it comes home
@@ -329,7 +330,7 @@ static void test_forward(void **state)
 	zc_channel_close(b);
 	zc_channel_close(c);
 	zc_channel_close(d);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* iol_write / iol_read on a channel descriptor move descriptors. */
@@ -359,7 +360,7 @@ static void test_iol_on_channel(void **state)
 	assert_int_equal(in_use(pool), 0);
 	zc_channel_close(a);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* What iol_read got from a pipe (kernel buffers on the patched kernel with
@@ -450,23 +451,48 @@ static void test_nonblock_recv(void **state)
 	zc_channel_close(b);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
-/* A full ring: -EAGAIN for the writer, POLLIN once the reader made room;
- * and a message that can never fit is refused at once. */
+/* A channel pair in this process and a pool of `size` for its messages;
+ * the ends named in `nonblock` (NB_A, NB_B) are non-blocking. */
+#define NB_A 1u
+#define NB_B 2u
+static zc_pool *pair_with_pool(size_t size, zc_channel **a, zc_channel **b,
+			       unsigned nonblock)
+{
+	zc_pool *pool;
+
+	assert_int_equal(zc_pool_create(size, &pool), 0);
+	assert_int_equal(zc_channel_pair(a, b), 0);
+	if (nonblock & NB_A)
+		assert_int_equal(zc_channel_set_nonblock(*a, 1), 0);
+	if (nonblock & NB_B)
+		assert_int_equal(zc_channel_set_nonblock(*b, 1), 0);
+	return pool;
+}
+
+/* Both ends closed, every buffer back in the pool, the pool released. */
+static void close_pair(zc_channel *a, zc_channel *b, zc_pool *pool)
+{
+	zc_channel_close(a);
+	zc_channel_close(b);
+	zc_channel_reclaim(0);
+	assert_int_equal(in_use(pool), 0);
+	zc_pool_release(pool);
+}
+
+/* A full ring: -EAGAIN for the writer, POLLIN once the reader made room. */
 static void test_nonblock_send_full(void **state)
 {
 	zc_channel *a, *b;
 	zc_pool *pool;
-	zc_agg *agg, *big, *got;
+	zc_agg *agg, *got;
 	unsigned sent = 0;
 	int err;
 
 	(void)state;
-	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
-	assert_int_equal(zc_channel_pair(&a, &b), 0);
-	assert_int_equal(zc_channel_set_nonblock(a, 1), 0);
+	pool = pair_with_pool(4 * MiB, &a, &b, NB_A);
 	agg = one_buf_agg(pool, 4 * KiB, 1);
 	while ((err = zc_channel_send(a, agg)) == 0)
 		sent++;
@@ -479,24 +505,113 @@ static void test_nonblock_send_full(void **state)
 	zc_agg_release(got);
 	assert_true(readable(zc_channel_fd(a), 1000));
 	assert_int_equal(zc_channel_send(a, agg), 0);
-
-	/* More slices than the ring has slots (distinct buffers: adjacent
-	 * slices of one buffer would merge). */
-	assert_int_equal(zc_agg_create(&big), 0);
-	for (unsigned i = 0; i < ZC_RING_DATA_CAP + 1; i++) {
-		zc_agg *one = one_buf_agg(pool, 4096, i);
-
-		assert_int_equal(zc_agg_concat(big, one), 0);
-		zc_agg_release(one);
-	}
-	assert_int_equal(zc_channel_send(a, big), -EMSGSIZE);
-	zc_agg_release(big);
+	assert_int_equal(zc_channel_flush(a), 0);	/* nothing pending */
 	zc_agg_release(agg);
-	zc_channel_close(a);
-	zc_channel_close(b);
-	zc_channel_reclaim(0);
-	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	close_pair(a, b, pool);
+}
+
+/*
+ * An event loop that waits for room and for data on one channel: its send
+ * said -EAGAIN (ring full), then its recv says -EAGAIN (nothing for it).
+ * A doorbell one of them needs must not be taken by the other, or the
+ * loop sleeps with the channel ready: tests/fastcgi.bats's 100 MiB upload
+ * once waited 60 s for a 504 so -- zchttpd's link had its send refused,
+ * the application made room and rang, and the link's recv drained that
+ * bell before it went to sleep.
+ */
+static void fill_ring(zc_channel *a, zc_agg *agg)
+{
+	int err;
+
+	while ((err = zc_channel_send(a, agg)) == 0)
+		;
+	assert_int_equal(err, -EAGAIN);
+}
+
+/* The reader made room after the writer's send said -EAGAIN; the writer's
+ * recv then finds no data: its descriptor must stay readable. */
+static void test_nonblock_room_bell_survives_recv(void **state)
+{
+	zc_channel *a, *b;
+	zc_pool *pool;
+	zc_agg *agg, *got;
+
+	(void)state;
+	pool = pair_with_pool(4 * MiB, &a, &b, NB_A);
+	agg = one_buf_agg(pool, 4 * KiB, 3);
+	fill_ring(a, agg);
+	assert_int_equal(zc_channel_recv(b, &got), 0);	/* room, a bell */
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
+	assert_true(readable(zc_channel_fd(a), 1000));
+	assert_int_equal(zc_channel_send(a, agg), 0);
+	/* Both waits satisfied and the bell handled: quiet again. */
+	fill_ring(a, agg);
+	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
+	assert_false(readable(zc_channel_fd(a), 0));
+	zc_agg_release(agg);
+	close_pair(a, b, pool);
+}
+
+/* The peer sent data after the writer's recv said -EAGAIN; the writer's
+ * next send still finds no room: its descriptor must stay readable, and
+ * the data is there. */
+static void test_nonblock_data_bell_survives_send(void **state)
+{
+	zc_channel *a, *b;
+	zc_pool *pool;
+	zc_agg *agg, *reply, *got;
+
+	(void)state;
+	pool = pair_with_pool(4 * MiB, &a, &b, NB_A | NB_B);
+	agg = one_buf_agg(pool, 4 * KiB, 4);
+	reply = one_buf_agg(pool, 4 * KiB, 6);
+	fill_ring(a, agg);
+	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
+	assert_int_equal(zc_channel_send(b, reply), 0);	/* data, a bell */
+	assert_int_equal(zc_channel_send(a, agg), -EAGAIN);
+	assert_true(readable(zc_channel_fd(a), 1000));
+	assert_int_equal(zc_channel_recv(a, &got), 0);
+	check_agg(got, 4 * KiB, 6);
+	zc_agg_release(got);
+	zc_agg_release(reply);
+	zc_agg_release(agg);
+	close_pair(a, b, pool);
+}
+
+/* The room bell can sit in front of a pool the peer shares: receiving
+ * the message that uses the pool must take the bell to reach the share.
+ * The channel then asks the peer for another bell, which the peer sends
+ * the next time it looks at its socket, so the writer still wakes. */
+static void test_nonblock_room_bell_behind_a_share(void **state)
+{
+	zc_channel *a, *b;
+	zc_pool *pool, *other;
+	zc_agg *agg, *reply, *got;
+
+	(void)state;
+	pool = pair_with_pool(4 * MiB, &a, &b, NB_A | NB_B);
+	assert_int_equal(zc_pool_create(1 * MiB, &other), 0);
+	agg = one_buf_agg(pool, 4 * KiB, 1);
+	reply = one_buf_agg(other, 4 * KiB, 2);	/* a pool a has not seen */
+	fill_ring(a, agg);
+	/* b reads everything (room: bells), answers from a new pool (the
+	 * share, then the data) and has nothing left to read. */
+	while (zc_channel_recv(b, &got) == 0)
+		zc_agg_release(got);
+	assert_int_equal(zc_channel_send(b, reply), 0);
+	assert_int_equal(zc_channel_recv(a, &got), 0);	/* takes the bells */
+	check_agg(got, 4 * KiB, 2);
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_recv(a, &got), -EAGAIN);
+	/* b, waiting for data, looks at its socket and rings back. */
+	assert_int_equal(zc_channel_recv(b, &got), -EAGAIN);
+	assert_true(readable(zc_channel_fd(a), 1000));
+	assert_int_equal(zc_channel_send(a, agg), 0);
+	zc_agg_release(reply);
+	zc_agg_release(agg);
+	close_pair(a, b, pool);
+	zc_pool_release(other);
 }
 
 /* --------------------------------------------- longer than the ring */
@@ -549,7 +664,117 @@ static void test_message_longer_than_ring(void **state)
 	assert_int_equal(in_use(pool), 0);
 	zc_channel_close(a);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
+}
+
+/* An aggregate of n distinct 4 KiB buffers (adjacent slices of one
+ * buffer would merge): bytes [0, n * 4 KiB) of stream seed. */
+static zc_agg *many_slices(zc_pool *pool, unsigned n, uint64_t seed)
+{
+	zc_agg *agg;
+
+	assert_int_equal(zc_agg_create(&agg), 0);
+	for (unsigned i = 0; i < n; i++) {
+		zc_buf *buf = pattern_buf(pool, 4096, seed, (uint64_t)i * 4096);
+
+		assert_int_equal(zc_agg_append_buf(agg, buf, 0, 4096), 0);
+		zc_buf_release(buf);
+	}
+	return agg;
+}
+
+/*
+ * Non-blocking, a message longer than the ring (three rings' worth of
+ * slices, three windows' worth of bytes): refused whole while the ring
+ * holds anything (nothing of it sent), taken whole once it is empty; then
+ * its rest moves on as the reader makes room -- never more than a window
+ * of bytes on the ring past the first descriptor, the writer woken through
+ * POLLIN -- and every new send says -EAGAIN until it has gone.  The reader
+ * gets one message, whole and in order, then the next one.
+ */
+static void test_nonblock_message_longer_than_ring(void **state)
+{
+	const unsigned n = 3 * ZC_RING_DATA_CAP + 5;
+	zc_channel *a, *b;
+	zc_pool *pool;
+	zc_agg *big, *small, *got;
+	unsigned rounds = 0;
+	int err;
+
+	(void)state;
+	pool = pair_with_pool(16 * MiB, &a, &b, NB_A | NB_B);
+	big = many_slices(pool, n, 91);
+	small = one_buf_agg(pool, 4 * KiB, 5);
+
+	/* Something on the ring: all or nothing means nothing. */
+	assert_int_equal(zc_channel_send(a, small), 0);
+	assert_int_equal(zc_channel_send(a, big), -EAGAIN);
+	assert_int_equal(zc_channel_flush(a), 0);	/* it kept nothing */
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	check_agg(got, 4 * KiB, 5);
+	zc_agg_release(got);
+
+	/* An empty ring: taken, the rest kept. */
+	assert_int_equal(zc_channel_send(a, big), 0);
+	assert_int_equal(zc_channel_send(a, small), -EAGAIN);
+	assert_int_equal(zc_channel_flush(a), -EAGAIN);
+	for (;;) {
+		/* The window: 256 slices of 4 KiB are one 1 MiB window. */
+		assert_true(a->tx_inring <= MiB);
+		err = zc_channel_recv(b, &got);
+		if (err == 0)
+			break;
+		assert_int_equal(err, -EAGAIN);	/* a part, kept */
+		/* The reader made room: the writer hears it. */
+		assert_true(readable(zc_channel_fd(a), 1000));
+		err = zc_channel_flush(a);
+		assert_true(err == 0 || err == -EAGAIN);
+		assert_true(++rounds < 100);
+	}
+	assert_true(rounds >= 2);	/* it did stream */
+	assert_int_equal(zc_agg_nslices(got), n);
+	check_agg(got, (size_t)n * 4096, 91);
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_flush(a), 0);
+
+	/* The next message follows it. */
+	assert_int_equal(zc_channel_send(a, small), 0);
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	check_agg(got, 4 * KiB, 5);
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_recv(b, &got), -EAGAIN);
+
+	zc_agg_release(small);
+	zc_agg_release(big);
+	close_pair(a, b, pool);
+}
+
+/* A non-blocking writer that only receives after a long message still
+ * gets it out: recv moves the rest on, so a reader that answers once it
+ * has the whole message is answered. */
+static void test_nonblock_long_message_then_recv(void **state)
+{
+	const unsigned n = 2 * ZC_RING_DATA_CAP + 3;
+	zc_channel *a, *b;
+	zc_pool *pool;
+	zc_agg *big, *got = NULL, *reply;
+	int err = -EAGAIN;
+
+	(void)state;
+	pool = pair_with_pool(16 * MiB, &a, &b, NB_A | NB_B);
+	big = many_slices(pool, n, 17);
+	assert_int_equal(zc_channel_send(a, big), 0);
+	for (unsigned i = 0; i < 100 && err == -EAGAIN; i++) {
+		err = zc_channel_recv(b, &got);
+		if (err == -EAGAIN)
+			assert_int_equal(zc_channel_recv(a, &reply), -EAGAIN);
+	}
+	assert_int_equal(err, 0);
+	check_agg(got, (size_t)n * 4096, 17);
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_flush(a), 0);
+	zc_agg_release(big);
+	close_pair(a, b, pool);
 }
 
 /* --------------------------------------------------- SOCK_STREAM */
@@ -619,7 +844,7 @@ static void test_stream_socket(void **state)
 	zc_channel_close(o.ch);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /*
@@ -665,7 +890,7 @@ static void test_doorbell_runs(void **state)
 			assert_int_equal(errno, EAGAIN);
 		}
 		zc_channel_reclaim(0);
-		zc_pool_destroy(fresh);
+		zc_pool_release(fresh);
 	}
 	zc_channel_close(a);
 	assert_int_equal(zc_channel_set_nonblock(o.ch, 0), 0);
@@ -673,7 +898,7 @@ static void test_doorbell_runs(void **state)
 	zc_channel_close(o.ch);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* zc_channel_open_nb: our half of the handshake goes out at once; the
@@ -741,7 +966,7 @@ static void test_open_nonblocking(void **state)
 	assert_int_equal(zc_channel_open_nb(-1, NULL), -EINVAL);
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* Borrowed memory is never lent to the peer: it travels as copies, so
@@ -903,7 +1128,7 @@ static void test_fork(void **state)
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
 	zc_channel_close(a);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* A peer killed with SIGKILL mid-stream: -EPIPE on both calls, and what
@@ -953,7 +1178,7 @@ static void test_peer_killed(void **state)
 	assert_int_equal(st.bytes_in_use, 0);
 	assert_true(st.detaches >= 1);
 	zc_channel_close(a);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 	close(ready[0]);
 	close(ready[1]);
 }
@@ -986,7 +1211,7 @@ static void test_close_while_lent(void **state)
 	zc_channel_reclaim(0);
 	assert_int_equal(in_use(pool), 0);
 	zc_channel_close(b);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 /* ---------------------------------------------------- a raw peer */
@@ -1133,7 +1358,7 @@ static void test_raw_good(void **state)
 	}
 	zc_buf_release(buf);
 	raw_close(&r);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 static void test_raw_unknown_pool(void **state)
@@ -1179,7 +1404,7 @@ static void test_raw_out_of_range(void **state)
 	raw_put(&r, e, 2);
 	expect_proto(&r);
 	raw_close(&r);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 static void test_raw_bad_type_and_index(void **state)
@@ -1332,7 +1557,12 @@ int main(void)
 		cmocka_unit_test(test_read_data_on_channel),
 		cmocka_unit_test(test_nonblock_recv),
 		cmocka_unit_test(test_nonblock_send_full),
+		cmocka_unit_test(test_nonblock_room_bell_survives_recv),
+		cmocka_unit_test(test_nonblock_data_bell_survives_send),
+		cmocka_unit_test(test_nonblock_room_bell_behind_a_share),
 		cmocka_unit_test(test_message_longer_than_ring),
+		cmocka_unit_test(test_nonblock_message_longer_than_ring),
+		cmocka_unit_test(test_nonblock_long_message_then_recv),
 		cmocka_unit_test(test_stream_socket),
 		cmocka_unit_test(test_doorbell_runs),
 		cmocka_unit_test(test_open_nonblocking),

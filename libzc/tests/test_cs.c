@@ -19,7 +19,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "zc.h"
+#include "zc_channel.h"
+#include "zc_cs.h"
 #include "../src/internal.h"
 #include "../src/channel.h"
 #include "io_test_util.h"

@@ -36,7 +36,7 @@ static void test_create_and_seal(void **state)
 	/* Sealed: nobody can shrink the memfd under a peer's mapping. */
 	assert_int_equal(ftruncate(zc_pool_fd(p), 4096), -1);
 	assert_int_equal(errno, EPERM);
-	zc_pool_destroy(p);
+	zc_pool_release(p);
 }
 
 static void test_bad_args(void **state)
@@ -66,8 +66,8 @@ static void test_bad_args(void **state)
 	assert_int_equal(zc_pool_recv(-1, &imp), -EBADF);
 	assert_null(imp);
 	zc_buf_release(NULL);
-	zc_pool_destroy(NULL);
-	zc_pool_destroy(p);
+	zc_pool_release(NULL);
+	zc_pool_release(p);
 }
 
 static void test_full_pool(void **state)
@@ -95,7 +95,7 @@ static void test_full_pool(void **state)
 	zc_buf_release(b[3]);
 	zc_pool_stats(p, &st);
 	assert_int_equal(st.bytes_in_use, 0);
-	zc_pool_destroy(p);
+	zc_pool_release(p);
 }
 
 static void test_generation_and_reuse(void **state)
@@ -129,7 +129,7 @@ static void test_generation_and_reuse(void **state)
 	assert_int_equal(st.reuses, 1);
 	assert_int_equal(st.detaches, 0);
 	zc_buf_release(b);
-	zc_pool_destroy(p);
+	zc_pool_release(p);
 }
 
 static void test_kref_detaches(void **state)
@@ -165,7 +165,7 @@ static void test_kref_detaches(void **state)
 	zc_buf_release(b);
 	close(pfd[0]);
 	close(pfd[1]);
-	zc_pool_destroy(p);
+	zc_pool_release(p);
 }
 
 static void test_pool_outlives_destroy(void **state)
@@ -176,7 +176,7 @@ static void test_pool_outlives_destroy(void **state)
 	(void)state;
 	assert_int_equal(zc_pool_create(1 << 16, &p), 0);
 	assert_int_equal(zc_buf_from_bytes(p, "hello", 5, &b), 0);
-	zc_pool_destroy(p);	/* buffer keeps the memory alive */
+	zc_pool_release(p);	/* buffer keeps the memory alive */
 	assert_memory_equal(zc_buf_data(b), "hello", 5);
 	zc_buf_release(b);
 }
@@ -223,7 +223,7 @@ static void test_share_with_peer(void **state)
 			     PROT_READ | PROT_WRITE) == 0)
 			_exit(7);
 		zc_buf_release(fb);
-		zc_pool_destroy(imp);
+		zc_pool_release(imp);
 		_exit(0);
 	}
 	close(sv[1]);
@@ -238,7 +238,7 @@ static void test_share_with_peer(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 	close(sv[0]);
 	zc_buf_release(b);
-	zc_pool_destroy(p);
+	zc_pool_release(p);
 }
 
 static void test_import_rejects_unsealed(void **state)
@@ -312,7 +312,7 @@ static void test_fork_child_gets_own_pools(void **state)
 	assert_int_equal(zc_buf_alloc(p, 10, &b), 0);
 	zc_buf_release(b);
 	zc_buf_release(kept);
-	zc_pool_destroy(p);
+	zc_pool_release(p);
 }
 
 int main(void)

@@ -145,7 +145,7 @@ static char lend_and_recycle(enum lend how, int keep_mark)
 		close(p2[1]);
 	}
 	free(got);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 	return res;
 }
 
@@ -522,7 +522,7 @@ static void run_stress(const struct stress *cfg, const char *name)
 	assert_true(unread_releases > 0);
 	assert_int_equal(st.bytes_in_use, 0);
 	zc_file_release(file);
-	zc_pool_destroy(pool);
+	zc_pool_release(pool);
 }
 
 #define STRESS(fn, k, files, mode, nb)					\

@@ -9,6 +9,7 @@
  *   echo        body: the request body's length and FNV-1a, "LEN HASH\n"
  *   params      body: every parameter as NAME=VALUE lines, sorted
  *   status=N    a Status: N line ("Status: N Reason")
+ *   fields=N    N more header lines, "X-Probe-I: " and 120 letters each
  *   redirect=P  Location: P, nothing else
  *   stderr=N    N lines on FCGI_STDERR
  *   sleep=MS    wait before answering
@@ -118,6 +119,12 @@ static void serve(FCGX_Request *r)
 	}
 	if (arg(q, "status", v, sizeof(v)))
 		FCGX_FPrintF(r->out, "Status: %s Probe\r\n", v);
+	if (arg(q, "fields", v, sizeof(v)))
+		for (long i = 0; i < atol(v); i++)
+			FCGX_FPrintF(r->out, "X-Probe-%ld: %.120s\r\n", i,
+				     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "abcdefghijklmnopqrstuvwxyz");
 	FCGX_PutS("Content-Type: text/plain\r\n", r->out);
 	if (arg(q, "echo", v, sizeof(v))) {
 		snprintf(body, sizeof(body), "%ld %016llx\n", len,

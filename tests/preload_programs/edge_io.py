@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""edge_io.py MODE ...: small real programs for the edge cases of issue 5.
+"""edge_io.py MODE ...: small real programs for the preload's edge cases (docs/preload.md).
 
   nonblock            copy stdin to stdout with stdout set O_NONBLOCK:
                       os.read into a buffer, os.write it back unmodified;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Guest: checkpoint and restore zchttpd with a warm cache (issue 18).
+# Guest: checkpoint and restore zchttpd with a warm cache (docs/deploy.md).
 #
 # Debian's criu 3.17 cannot work on the 6.18 host kernel; on 6.1 it does.
 # zchttpd (one worker, epoll, HTTP and HTTPS) serves the file set twice

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Guest: zchttpd hands the TLS record layer to the kernel (issue 19).
+# Guest: zchttpd hands the TLS record layer to the kernel (kernel TLS).
 #
 # The host kernel has no tls ULP; this one has (CONFIG_TLS).  zchttpd serves
 # HTTPS with SSL_OP_ENABLE_KTLS: after each handshake OpenSSL installs the
