@@ -326,7 +326,7 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 					       offsetof(struct h2_conn, timer));
 
 	(void)loop;
-	if (t->list == &h->w->t_h2_idle) {
+	if (h->timer_list == &h->w->t_h2_idle) {
 		/* Nothing in flight: say goodbye, then go. */
 		nghttp2_submit_goaway(h->session, NGHTTP2_FLAG_NONE,
 				      nghttp2_session_get_last_proc_stream_id(
@@ -336,15 +336,17 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 		run(h);
 		return;
 	}
-	if (t->list != &h->w->t_linger)
+	if (h->timer_list != &h->w->t_linger)
 		h->w->stats->timeouts++;
 	conn_close(h->c);
 }
 
 static void arm(struct h2_conn *h, struct ev_timer_list *l, bool again)
 {
-	if (again || h->timer.list != l)
+	if (again || !ev_timer_armed(&h->timer) || h->timer_list != l) {
+		h->timer_list = l;
 		ev_timer_arm(h->w->loop, l, &h->timer, on_timeout);
+	}
 }
 
 /* Which timer the connection's state calls for (see the top). */
@@ -371,8 +373,10 @@ static void set_timer(struct h2_conn *h, bool moved)
 		arm(h, &w->t_send, moved);
 	else if (busy)
 		ev_timer_disarm(&h->timer);
-	else
+	else {
+		h2_out_trim(&h->out);	/* idle: it holds no frame memory */
 		arm(h, &w->t_h2_idle, false);
+	}
 }
 
 /* ------------------------------------------------------------ run */

@@ -109,6 +109,20 @@ void h2_out_sent(struct h2_out *o, struct zh_worker *w, size_t n)
 	o->npins = k;
 }
 
+void h2_out_trim(struct h2_out *o)
+{
+	struct h2_chunk *k, *next;
+
+	if (zc_agg_len(o->agg))
+		return;
+	for (k = o->first; k; k = next) {
+		next = k->next;
+		free(k);
+	}
+	free(o->spare);
+	o->first = o->last = o->spare = NULL;
+}
+
 int h2_out_pin_reserve(struct h2_out *o)
 {
 	if (o->npins + o->reserved == o->cap) {

@@ -136,6 +136,8 @@ struct h2_conn {
 	struct h2_out out;
 	struct ev_post post;		/* run() before the loop sleeps */
 	struct ev_timer timer;		/* idle, header, send, linger */
+	struct ev_timer_list *timer_list;	/* which of them (the timer
+						 * forgets when it fires) */
 	struct ev_timer settings_timer;	/* our SETTINGS not acknowledged */
 	struct h2_stream *news_first, *news_last;	/* streams with
 							 * something to do */
@@ -204,6 +206,9 @@ int h2_out_init(struct h2_out *o);
 void h2_out_fini(struct h2_out *o, struct zh_worker *w);
 /* Copy frame bytes into the output: 0 or -ENOMEM. */
 int h2_out_bytes(struct h2_out *o, const void *p, size_t n);
+/* Nothing is queued: its chunks go too (an idle connection holds
+ * none). */
+void h2_out_trim(struct h2_out *o);
 /* The socket took n bytes: chunks and pins behind them go. */
 void h2_out_sent(struct h2_out *o, struct zh_worker *w, size_t n);
 /* Room for one more pin, so that h2_out_pin cannot fail: 0 or -ENOMEM. */
