@@ -35,6 +35,8 @@ DEB_PACKAGES=(
 	# HTTP/2: framing, HPACK, flow control (zchttpd); h2load (zcbench
 	# static --protocol h2/h2c, the abuse tests' load beside them)
 	libnghttp2-dev nghttp2-client
+	# tests/helpers/h2client.py (the HTTP/2 abuse tests): frames and HPACK
+	python3-h2
 )
 
 SUDO=()

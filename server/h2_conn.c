@@ -260,8 +260,18 @@ static bool feed(struct h2_conn *h)
 
 		if (n < 0) {
 			zh_log(ZL_INFO, "HTTP/2: %s", nghttp2_strerror((int)n));
-			if (n == NGHTTP2_ERR_FLOODED)
+			if (n == NGHTTP2_ERR_FLOODED ||
+			    n == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS)
 				h->w->stats->h2.refused++;
+			/* nghttp2 leaves the GOAWAY to us here (none after
+			 * a bad preface: that client does not speak
+			 * HTTP/2). */
+			if (n != NGHTTP2_ERR_BAD_CLIENT_MAGIC)
+				nghttp2_session_terminate_session(h->session,
+					n == NGHTTP2_ERR_FLOODED ||
+					n == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS ?
+					NGHTTP2_ENHANCE_YOUR_CALM :
+					NGHTTP2_PROTOCOL_ERROR);
 			return false;
 		}
 		sock_in_consume(in, 0, in->len);
@@ -422,10 +432,15 @@ static void run(struct h2_conn *h)
 	h->in_run = false;
 	if (h->news_first)
 		h2_conn_post(h);	/* the passes ran out: later */
-	if (broke || (err && err != -EAGAIN)) {
-		/* A broken session whose GOAWAY may still go: one try. */
-		if (broke && nghttp2_session_want_write(h->session))
-			flush(h);
+	if (broke && (!nghttp2_session_want_write(h->session) ||
+		      !flush(h))) {
+		/* A broken session (a flood, a bad preface) whose GOAWAY,
+		 * if it made one, went: the client is probably still
+		 * sending; its bytes are dropped for a moment, so that they
+		 * do not reset the GOAWAY away before it is read. */
+		linger(h);
+	} else if (broke || (err && err != -EAGAIN)) {
+		/* The socket failed, or a GOAWAY could not go at once. */
 		h->closing = true;
 	} else if (!nghttp2_session_want_read(h->session) &&
 		   !nghttp2_session_want_write(h->session) && !err) {
