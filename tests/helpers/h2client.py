@@ -18,6 +18,10 @@ usage: h2client.py PORT COMMAND [ARGS] [--pid PID]
   no-read PATH N S      every window wide open, N requests for PATH, then no
                         read for S seconds (a small receive buffer); then
                         reads what is left: did the server close?
+  reload PATH PID       a request for PATH (larger than 64 KiB) whose window
+                        runs out, then SIGHUP to PID (the master) while it
+                        waits: the GOAWAY's code, then the window opened:
+                        did the whole body come?
   idle N S              N connections that send the preface and nothing more:
                         waits up to S seconds until the server closed them
 
@@ -27,8 +31,10 @@ server worker's resident memory (VmRSS, KiB) before and at its highest.
 Exits 0 when it ran to the end (the server's verdict is for the test to
 judge), 2 on bad usage.  Debian's python3-h2 (hpack, hyperframe).
 """
+import os
 import resource
 import select
+import signal
 import socket
 import sys
 import threading
@@ -316,6 +322,23 @@ def no_read(port, path, n, wait):
     c.report()
 
 
+def reload(port, path, pid):
+    c = Conn(port)
+    c.send([c.get(1, path)])
+    # The stream's window (65,535 bytes) is used up, and stays so.
+    c.pump(1)
+    print("data_before", c.data.get(1, 0))
+    os.kill(pid, signal.SIGHUP)
+    c.pump(3)
+    print("goaway_before_window", c.goaway or "none")
+    c.send([WindowUpdateFrame(0, 2**31 - 1 - 65535),
+            WindowUpdateFrame(1, 2**31 - 1 - 65535)])
+    c.pump(10)
+    print("status", c.statuses.get(1, "none"))
+    print("data_bytes", c.data.get(1, 0))
+    c.report()
+
+
 def idle(port, n, wait, watch=None):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 64), hard))
@@ -370,6 +393,8 @@ def main():
         zero_window(port, rest[0], int(rest[1]), float(rest[2]))
     elif cmd == "no-read":
         no_read(port, rest[0], int(rest[1]), float(rest[2]))
+    elif cmd == "reload":
+        reload(port, rest[0], int(rest[1]))
     elif cmd == "idle":
         idle(port, int(rest[0]), float(rest[1]), w if pid else None)
     else:
