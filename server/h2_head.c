@@ -17,13 +17,17 @@
 
 static bool connection_specific(const char *n, size_t len)
 {
-	static const char *const names[] = {
-		"connection", "keep-alive", "proxy-connection",
-		"transfer-encoding", "upgrade",
+#define NAME(s) { s, sizeof(s) - 1 }
+	static const struct { const char *s; size_t len; } names[] = {
+		NAME("connection"), NAME("keep-alive"),
+		NAME("proxy-connection"), NAME("transfer-encoding"),
+		NAME("upgrade"),
 	};
+#undef NAME
 
+	/* Every field of every response passes here: lengths first. */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strlen(names[i]) == len && !memcmp(n, names[i], len))
+		if (names[i].len == len && !memcmp(n, names[i].s, len))
 			return true;
 	return false;
 }

@@ -46,10 +46,13 @@
  * 16 KiB, fastcgi.c) read back out of a stream's aggregate. */
 #define HEAD_SCRATCH (20u << 10)
 
-static const char *const pseudo_names[H2P_N] = {
-	[H2P_METHOD] = ":method", [H2P_PATH] = ":path",
-	[H2P_AUTHORITY] = ":authority", [H2P_SCHEME] = ":scheme",
+#define PSEUDO(s) { s, sizeof(s) - 1 }
+static const struct { const char *s; size_t len; } pseudo_names[H2P_N] = {
+	[H2P_METHOD] = PSEUDO(":method"), [H2P_PATH] = PSEUDO(":path"),
+	[H2P_AUTHORITY] = PSEUDO(":authority"),
+	[H2P_SCHEME] = PSEUDO(":scheme"),
 };
+#undef PSEUDO
 
 /* ------------------------------------------------------------ life */
 
@@ -249,8 +252,8 @@ int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen,
 		/* nghttp2 let through only the request's pseudo-fields, each
 		 * once, before the others. */
 		for (int i = 0; i < H2P_N; i++)
-			if (strlen(pseudo_names[i]) == nlen &&
-			    !memcmp(pseudo_names[i], name, nlen)) {
+			if (pseudo_names[i].len == nlen &&
+			    !memcmp(pseudo_names[i].s, name, nlen)) {
 				s->pseudo[i].off = text_add(s, value, vlen);
 				s->pseudo[i].len = vlen;
 				s->pseudo[i].set = true;
