@@ -13,7 +13,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from zcbench_lib import docroot, report, servers, wrk  # noqa: E402
+from zcbench_lib import docroot, h2load, report, servers, wrk  # noqa: E402
 
 ZCBENCH = HERE / "zcbench"
 
@@ -206,6 +206,68 @@ def test_tls_servers_config_and_serve_byte_exact_over_https(tmp_path):
                 assert srv.status_port != srv.port
                 st = servers.zchttpd_status(srv.status_port)
                 assert st["tls"]["handshakes"] >= 2, st["tls"]
+
+
+H2LOAD = """\
+starting benchmark...
+Application protocol: h2c
+
+finished in 2.00s, 102435.00 req/s, 199.97MB/s
+requests: 204870 total, 204910 started, 204870 done, 204860 succeeded, 10 failed, 4 errored, 2 timeout
+status codes: 204850 2xx, 0 3xx, 6 4xx, 4 5xx
+traffic: 399.94MB (419369570) total, 6.25MB (6556324) headers (space savings 83.67%), 390.17MB (409125390) data
+                     min         max         mean         sd        +/- sd
+time for request:       48us      6.55ms       367us       337us    92.86%
+time for connect:       76us       138us       112us        27us    75.00%
+"""
+
+
+def test_h2load_parse():
+    r = h2load.parse(H2LOAD)
+    assert r.requests == 204870 and r.duration_s == 2.0
+    assert r.requests_per_s == 102435.0
+    assert r.bytes_per_s == pytest.approx(199.97 * 1024 ** 2)
+    assert r.bytes_read == 419369570
+    assert r.latency_avg_s == pytest.approx(367e-6) and r.latency_max_s == pytest.approx(6.55e-3)
+    assert r.latency_pct == {}          # h2load has no percentiles
+    assert r.socket_errors == 10 and r.errors_timeout == 2
+    assert r.non_2xx_3xx == 10 and r.errors == 20
+    with pytest.raises(wrk.WrkError):
+        h2load.parse("starting benchmark...\n")
+
+
+def test_h2load_command():
+    assert h2load.command("http://x/f", 50, 10, 5.0, threads=2) == \
+        ["h2load", "-t2", "-c50", "-m10", "-D5s", "http://x/f"]
+
+
+def test_http2_configs():
+    """nginx 1.22's syntax for h2 (ssl http2) and h2c (http2 alone); h2o's
+    ssl listener; a server that does not speak HTTP/2 is refused."""
+    assert "listen 127.0.0.1:8443 ssl http2;" in servers.nginx_config(
+        8443, "/r", 1, "/p", tls=("/c.crt", "/c.key"), http2=True)
+    assert "listen 127.0.0.1:8080 http2;" in servers.nginx_config(8080, "/r", 1, "/p", http2=True)
+    text = servers.h2o_config(8443, "/r", 1, "/p", tls=("/c.crt", "/c.key"))
+    assert "  ssl:\n    certificate-file: /c.crt\n    key-file: /c.key\n" in text
+    with pytest.raises(servers.ServerError):
+        servers.Server("floor", "/r", "/tmp", protocol="h2")
+
+
+@pytest.mark.parametrize("protocol", ["h2", "h2c"])
+def test_http2_servers_start_and_serve_byte_exact(tmp_path, protocol):
+    """zchttpd, nginx and h2o really start with HTTP/2 on the measured
+    port and serve every size byte-exact over it (curl says HTTP/2)."""
+    www = tmp_path / "www"
+    files = docroot.make_docroot(www, [1024, 100 * 1024])
+    for name in servers.H2_KINDS:
+        srv = servers.Server(name, www, tmp_path / "run", workers=1, protocol=protocol,
+                             probe_path=next(iter(files.values()))[0])
+        with srv:
+            assert srv.url("/x").startswith("https://" if protocol == "h2" else "http://")
+            for size, (path, digest) in files.items():
+                status, body = srv.fetch(path)
+                assert status == 200, (name, path)
+                assert len(body) == size and hashlib.sha256(body).hexdigest() == digest
 
 
 # -- report -------------------------------------------------------------------

@@ -32,6 +32,11 @@ DEB_PACKAGES=(
 	# FastCGI: libfcgi (the API cgi/ implements, and the apps built on it),
 	# the real applications zchttpd must serve unchanged, cgi-fcgi
 	libfcgi-dev libfcgi-bin php8.2-fpm php8.2-cli fcgiwrap
+	# HTTP/2: framing, HPACK, flow control (zchttpd); h2load (zcbench
+	# static --protocol h2/h2c, the abuse tests' load beside them)
+	libnghttp2-dev nghttp2-client
+	# tests/helpers/h2client.py (the HTTP/2 abuse tests): frames and HPACK
+	python3-h2
 )
 
 SUDO=()
@@ -72,4 +77,20 @@ if [ "$want" != "$have" ]; then
 	echo "deps: installing Python packages from requirements.txt"
 	"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
 	echo "$want" > "$VENV/.requirements.sha256"
+fi
+
+# h2spec, the HTTP/2 conformance suite (tests/h2.bats), with Go's own
+# installer into $(go env GOPATH)/bin, where the tests look for it.  Go from
+# PATH (or its usual tarball place), else Debian's golang-go.
+GO=$(command -v go || true)
+[ -n "$GO" ] || { [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go; } || true
+if [ -z "$GO" ]; then
+	echo "deps: installing Debian package golang-go (for h2spec)"
+	export DEBIAN_FRONTEND=noninteractive
+	"${SUDO[@]}" apt-get install -y -qq --no-install-recommends golang-go >/dev/null
+	GO=$(command -v go)
+fi
+if [ ! -x "$("$GO" env GOPATH)/bin/h2spec" ]; then
+	echo "deps: installing h2spec (go install)"
+	"$GO" install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
 fi

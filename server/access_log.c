@@ -209,10 +209,10 @@ static const struct http_str *field(const struct http_request *req,
 	return h ? &h->value : NULL;
 }
 
-void access_log_request(struct access_log *l,
-			const struct sockaddr_storage *peer,
-			const struct http_request *req, int status,
-			uint64_t bytes)
+void access_log_request_proto(struct access_log *l,
+			      const struct sockaddr_storage *peer,
+			      const struct http_request *req,
+			      const char *proto, int status, uint64_t bytes)
 {
 	/* Formatted by hand, not by printf: this runs once per request. */
 	struct line o;
@@ -228,8 +228,13 @@ void access_log_request(struct access_log *l,
 		put_escaped(&o, req->method_str.p, req->method_str.len, 16);
 		put_lit(&o, " ");
 		put_escaped(&o, req->target.p, req->target.len, 2048);
-		put_lit(&o, " HTTP/1.");
-		put_dec(&o, (uint64_t)req->minor);
+		if (proto) {
+			put_lit(&o, " ");
+			put(&o, proto, strlen(proto));
+		} else {
+			put_lit(&o, " HTTP/1.");
+			put_dec(&o, (uint64_t)req->minor);
+		}
 	} else {
 		put_lit(&o, "-");
 	}

@@ -16,11 +16,19 @@ int access_log_open_fd(const char *path);
 /* Take over fd (from access_log_open_fd; closed by access_log_close).
  * fd < 0: logging off, and every call below is a no-op. */
 int access_log_adopt(int fd, struct access_log **out);
-/* One line; req NULL for a request that could not be parsed. */
-void access_log_request(struct access_log *log,
-			const struct sockaddr_storage *peer,
-			const struct http_request *req, int status,
-			uint64_t bytes);
+/* One line; req NULL for a request that could not be parsed; `proto`
+ * the protocol field ("HTTP/2.0"; NULL: HTTP/1.x, from req). */
+void access_log_request_proto(struct access_log *log,
+			      const struct sockaddr_storage *peer,
+			      const struct http_request *req,
+			      const char *proto, int status, uint64_t bytes);
+static inline void access_log_request(struct access_log *log,
+				      const struct sockaddr_storage *peer,
+				      const struct http_request *req,
+				      int status, uint64_t bytes)
+{
+	access_log_request_proto(log, peer, req, NULL, status, bytes);
+}
 /* Write out what is buffered (called before the loop sleeps). */
 void access_log_flush(struct access_log *log);
 /* Write out what is buffered, then append to `path` from now on (SIGUSR1,

@@ -49,6 +49,7 @@
 #include "cache.h"
 #include "conn.h"
 #include "conn_int.h"
+#include "h2.h"
 #include "request.h"
 #include "respond.h"
 #include "router.h"
@@ -63,7 +64,7 @@
 
 static void process(struct zh_conn *c);
 static void on_posted(struct ev_post *p);
-static const struct sock_hooks conn_sock_hooks;
+static const struct sock_hooks conn_sock_hooks, conn_first_hooks;
 
 /* ------------------------------------------------------------ life */
 
@@ -111,6 +112,8 @@ static void conn_free(struct zh_conn *c)
 			c->req.handler->abort(&c->req);
 		req_release(c);
 	}
+	if (c->h2)
+		h2_conn_free(c->h2);	/* its streams' handlers aborted */
 	ev_unpost(&c->post);
 	unpin_sent(c, true);
 	ev_timer_disarm(&c->timer);
@@ -134,14 +137,6 @@ static void drop_input(struct zh_conn *c)
 	sock_in_consume(&c->sock.in, 0, c->sock.in.len);
 }
 
-static void count_status(struct zh_worker *w, int status)
-{
-	int cls = status / 100;
-
-	if (cls >= 1 && cls <= 5)
-		w->stats->responses[cls]++;
-}
-
 static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 {
 	struct zh_conn *c = conn_of_timer(t);
@@ -158,7 +153,7 @@ static void on_timeout(struct ev_loop *loop, struct ev_timer *t)
 		c->w->stats->timeouts++;
 		zc_agg_truncate(c->out, 0);
 		resp_error(c->out, 408, false, false, NULL);
-		count_status(c->w, 408);
+		zh_count_status(c->w, 408);
 		c->close_after = true;
 		c->linger = true;
 		drop_input(c);
@@ -208,7 +203,8 @@ static struct zh_conn *conn_new(struct zh_worker *w, int fd,
 	/* The cache revalidates files every --cache-ttl: no fstat per send. */
 	if (sock_init(&c->sock, &w->socks, fd,
 		      (tls ? SOCK_TLS : 0) | SOCK_TRUST_EXTENTS,
-		      &conn_sock_hooks, c)) {
+		      w->cfg->h2.on ? &conn_first_hooks : &conn_sock_hooks,
+		      c)) {
 		zc_agg_release(c->out);
 		free(c);
 		return NULL;
@@ -277,7 +273,9 @@ void conn_close_idle(struct zh_worker *w)
 
 	for (; c; c = next) {
 		next = c->next;
-		if (c->state == C_IDLE || c->state == C_LINGER)
+		if (c->h2)
+			h2_conn_shutdown(c->h2);	/* GOAWAY */
+		else if (c->state == C_IDLE || c->state == C_LINGER)
 			conn_free(c);
 		else if (c->active)	/* answered, then closed */
 			c->req.keep_alive = false;
@@ -459,7 +457,7 @@ static void complete(struct zh_conn *c, zh_answer how)
 		cache_put(w->cache, r->entry);	/* the request's reference */
 		r->entry = NULL;
 	}
-	count_status(w, r->status);
+	zh_count_status(w, r->status);
 	access_log_request(r->vhost->log, &c->peer, &r->http, r->status,
 			   conn_queued_end(c) - c->req_start);
 	if (!r->keep_alive)
@@ -488,9 +486,7 @@ static bool answer(struct zh_conn *c, size_t head_len)
 	r->head_only = req->method == HTTP_M_HEAD;
 	r->keep_alive = (req->flags & HTTP_F_KEEP_ALIVE) && !w->stopping;
 	c->req_start = conn_queued_end(c);
-	w->stats->requests++;
-	if (r->vhost->site->stat_slot >= 0)
-		w->stats->site_requests[r->vhost->site->stat_slot]++;
+	zh_count_request(w, r->vhost);
 	how = router_route(&w->router, r);
 	if (zh_waits(how))
 		return false;
@@ -530,7 +526,7 @@ static bool answer_buffered(struct zh_conn *c)
 		}
 		if (r == HTTP_PARSE_ERROR) {
 			resp_error(c->out, req->error, false, false, NULL);
-			count_status(w, req->error);
+			zh_count_status(w, req->error);
 			/* Unparsed: no Host to go by, the default site's. */
 			access_log_request(w->vhosts[w->cfg->default_site].log,
 					   &c->peer, NULL, req->error, 0);
@@ -562,29 +558,11 @@ static void reroute(struct zh_conn *c)
 	struct zh_request *r = &c->req;
 	zh_answer how;
 
-	r->redirect_pending = false;
-	r->handler = NULL;
-	r->wait = NULL;
-	r->want_input = false;
 	c->paused = false;
-	if (!r->body_read && (r->http.flags & (HTTP_F_CHUNKED |
-					       HTTP_F_CONTENT_LENGTH)) &&
-	    (r->http.content_length || (r->http.flags & HTTP_F_CHUNKED))) {
+	if (request_redirected(r)) {
 		r->keep_alive = false;	/* the old body is still coming */
 		c->linger = true;
 	}
-	r->http.method = HTTP_M_GET;
-	r->http.method_str = (struct http_str){ "GET", 3 };
-	r->http.target = r->http.path =
-		(struct http_str){ r->redirect, r->redirect_len };
-	r->http.flags &= ~(HTTP_F_CONTENT_LENGTH | HTTP_F_CHUNKED |
-			   HTTP_F_EXPECT_CONTINUE);
-	r->http.content_length = 0;
-	free(r->own_uri);
-	r->own_uri = NULL;
-	r->uri = NULL;
-	r->status = 0;
-	r->body_bytes = 0;
 	how = router_route(&c->w->router, r);
 	if (!zh_waits(how)) {
 		r->finished = true;	/* settled by the caller's loop */
@@ -756,3 +734,39 @@ static const struct sock_hooks conn_sock_hooks = {
 	.read = on_read,
 	.ready = on_ready,
 };
+
+/* The first bytes (on HTTPS, the protocol ALPN chose) say what the
+ * connection speaks: HTTP/2 takes the socket over (h2.h); for HTTP/1.x
+ * the hooks above read from then on, and this costs nothing more. */
+static void on_first_read(struct zh_sock *s, ssize_t n)
+{
+	struct zh_conn *c = s->data;
+
+	switch (n > 0 ? h2_detect(s, c->w->cfg) : H2_NO) {
+	case H2_MAYBE:		/* part of the preface: the rest is due */
+		if (c->state == C_IDLE) {
+			c->state = C_READING;
+			arm(c, &c->w->t_header);
+		}
+		want_input(c);
+		return;
+	case H2_YES:
+		if (h2_conn_start(c))
+			conn_free(c);
+		return;
+	case H2_NO:
+		break;
+	}
+	sock_set_hooks(s, &conn_sock_hooks, c);
+	on_read(s, n);
+}
+
+static const struct sock_hooks conn_first_hooks = {
+	.read = on_first_read,
+	.ready = on_ready,
+};
+
+void conn_close(struct zh_conn *c)
+{
+	conn_free(c);
+}

@@ -54,6 +54,8 @@ struct zh_conn {
 	struct sockaddr_storage peer;
 	struct sockaddr_storage local;	/* ours, asked for when needed */
 	bool have_local;
+	struct h2_conn *h2;		/* it speaks HTTP/2 (h2.h): the socket
+					 * is h2_conn.c's, the rest here unused */
 	/* Cache entries used by queued responses, oldest first, each with
 	 * the stream offset where its response ends: once `sent` passes
 	 * it, the entry is unpinned. */
@@ -64,6 +66,9 @@ struct zh_conn {
 	} fl[MAX_INFLIGHT];
 	unsigned nfl;
 };
+
+/* Close c now, whatever it was doing (HTTP/2 ends its connections so). */
+void conn_close(struct zh_conn *c);
 
 /* The stream offset just past everything queued. */
 static inline uint64_t conn_queued_end(const struct zh_conn *c)

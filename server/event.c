@@ -185,10 +185,16 @@ void ev_timer_arm(struct ev_loop *loop, struct ev_timer_list *l,
 	/* Same duration for all: the tail always has the latest deadline. */
 	node_append(&l->head.node, &t->node);
 	t->list = l;
+	if (t->deadline_ms < loop->expire_from)
+		loop->expire_from = t->deadline_ms;
 }
 
 void ev_expire(struct ev_loop *loop)
 {
+	if (loop->now_ms < loop->expire_from)
+		return;
+	/* Timers the callbacks arm lower it again (ev_timer_arm). */
+	loop->expire_from = UINT64_MAX;
 	for (unsigned i = 0; i < loop->nlists; i++) {
 		struct ev_timer_list *l = loop->lists[i];
 
@@ -200,11 +206,17 @@ void ev_expire(struct ev_loop *loop)
 			ev_timer_disarm(t);
 			t->fn(loop, t);
 		}
+		if (l->head.node.next != &l->head.node &&
+		    timer_of(l->head.node.next)->deadline_ms <
+		    loop->expire_from)
+			loop->expire_from =
+				timer_of(l->head.node.next)->deadline_ms;
 	}
 }
 
-/* Milliseconds until the earliest deadline, -1 if none. */
-int ev_next_timeout(const struct ev_loop *loop)
+/* Milliseconds until the earliest deadline, -1 if none; ev_expire's
+ * expire_from made exact. */
+int ev_next_timeout(struct ev_loop *loop)
 {
 	uint64_t best = UINT64_MAX;
 
@@ -216,6 +228,7 @@ int ev_next_timeout(const struct ev_loop *loop)
 		if (first != &l->head && first->deadline_ms < best)
 			best = first->deadline_ms;
 	}
+	loop->expire_from = best;
 	if (best == UINT64_MAX)
 		return -1;
 	if (best <= loop->now_ms)

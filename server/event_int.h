@@ -24,6 +24,11 @@ struct ev_loop {
 	int epfd;
 	bool stop;
 	uint64_t now_ms;
+	/* No armed timer's deadline is earlier: until now_ms reaches it,
+	 * ev_expire has nothing to do and looks at no list (ev_next_timeout
+	 * makes it exact before each wait, ev_timer_arm lowers it; a
+	 * disarmed timer leaves it early, which costs one look). */
+	uint64_t expire_from;
 	/* Handlers indexed by fd, grown on demand. */
 	struct ev_handler *h;
 	size_t nh;
@@ -38,7 +43,7 @@ struct ev_loop {
 /* What both loops do with their results (event.c). */
 int ev_dispatch_epoll(struct ev_loop *loop, int timeout_ms);
 void ev_expire(struct ev_loop *loop);
-int ev_next_timeout(const struct ev_loop *loop);
+int ev_next_timeout(struct ev_loop *loop);
 uint64_t ev_clock_ms(void);
 /* The posted work, then the before_sleep hook: what both loops do before
  * they wait. */

@@ -70,7 +70,9 @@ struct fcgi_req {
 
 	/* The request body. */
 	uint64_t body_left;		/* Content-Length bytes still to read */
-	bool chunked_in;		/* chunked: read whole, then sent */
+	bool chunked_in;		/* chunked (or HTTP/2 without a
+					 * length, r->body_to_end): read
+					 * whole, then sent */
 	struct http_chunked dec;
 	zc_agg *body;			/* read and not yet sent */
 	int spill_fd;			/* chunked body on disk, or -1 */
@@ -223,12 +225,14 @@ static int send_params(struct fcgi_req *f, zc_agg *out)
 		.content_type = ct ? ct->value.p : NULL,
 		.content_type_len = ct ? ct->value.len : 0,
 		.has_body = (req->flags & (HTTP_F_CHUNKED |
-					   HTTP_F_CONTENT_LENGTH)) != 0,
+					   HTTP_F_CONTENT_LENGTH)) != 0 ||
+			    r->body_to_end,
 		/* A chunked body is all read (and closed) by now. */
 		.content_length = f->chunked_in ? zc_agg_len(f->body)
 						: req->content_length,
 		.server = request_local(r),
 		.peer = request_peer(r),
+		.protocol = request_protocol(r),
 	};
 	int err;
 
@@ -371,7 +375,17 @@ static int pull_body(struct fcgi_req *f)
 	if (f->body_read)
 		return 0;
 	request_input(r, &p, &n);
-	if (n && !f->chunked_in) {
+	if (n && r->body_to_end) {
+		/* HTTP/2 without Content-Length: the bytes as they come, to
+		 * the stream's end (on_input), within --max-body. */
+		if (f->spilled + zc_agg_len(f->body) + n >
+		    r->w->cfg->max_body_bytes)
+			return 413;
+		err = body_add(f, p, n);
+		if (err)
+			return err;
+		request_input_consume(r, n);
+	} else if (n && !f->chunked_in) {
 		if (n > f->body_left)
 			n = (size_t)f->body_left;
 		err = zc_agg_append_bytes(f->body, NULL, p, n);
@@ -448,7 +462,13 @@ static void on_input(struct zh_request *r)
 
 		if (n == -EAGAIN)
 			return;
-		if (n <= 0) {
+		if (n == 0 && r->body_to_end) {
+			/* The stream's end: the body is whole. */
+			f->body_read = true;
+			err = body_close(f);
+			if (err)
+				goto fail;
+		} else if (n <= 0) {
 			err = -EPIPE;
 			goto fail;
 		}
@@ -560,7 +580,10 @@ static int gather_head(struct fcgi_req *f, zc_agg *content)
 			return 502;
 	}
 	f->head_done = true;
-	if (fcgi_reply_plan(&h, r->head_only, r->http.minor, &f->rep))
+	/* An HTTP/2 stream's end delimits the body, as closing does for
+	 * HTTP/1.0: no chunks. */
+	if (fcgi_reply_plan(&h, r->head_only, r->stream ? 0 : r->http.minor,
+			    &f->rep))
 		return 502;
 	/* The part of this record after the head is body. */
 	zc_agg_trim_front(content, (size_t)hl - have);
@@ -779,7 +802,9 @@ zh_answer fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *rt)
 	f->cl.record = cl_record;
 	f->cl.failed = cl_failed;
 	f->cl.writable = cl_writable;
-	if (req->flags & HTTP_F_CHUNKED) {
+	if (r->body_to_end) {
+		f->chunked_in = true;	/* read whole first, undecoded */
+	} else if (req->flags & HTTP_F_CHUNKED) {
 		struct http_chunked_limits lim = {
 			.max_body = r->w->cfg->max_body_bytes,
 			.max_ext = 4096,

@@ -245,7 +245,8 @@ static void encode(struct block *b, const struct fcgi_params_in *in)
 
 	putz(b, "GATEWAY_INTERFACE", "CGI/1.1");
 	putz(b, "SERVER_SOFTWARE", "zchttpd/" ZC_VERSION);
-	putz(b, "SERVER_PROTOCOL", req->minor ? "HTTP/1.1" : "HTTP/1.0");
+	putz(b, "SERVER_PROTOCOL", in->protocol ? in->protocol :
+				   req->minor ? "HTTP/1.1" : "HTTP/1.0");
 	puts_(b, "REQUEST_METHOD", req->method_str.p, req->method_str.len);
 	puts_(b, "REQUEST_URI", req->target.p, req->target.len);
 	puts_(b, "QUERY_STRING", q ? q : "", q ? in->query_len : 0);

@@ -27,6 +27,8 @@ struct fcgi_params_in {
 	uint64_t content_length;
 	const struct sockaddr_storage *server;
 	const struct sockaddr_storage *peer;
+	const char *protocol;		/* SERVER_PROTOCOL; NULL: HTTP/1.x
+					 * from req */
 };
 
 /* Append to out BEGIN_REQUEST (role responder, FCGI_KEEP_CONN if asked),

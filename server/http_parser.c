@@ -549,6 +549,35 @@ ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
 	return HTTP_PARSE_INCOMPLETE;
 }
 
+/* HTTP/2's request line: pseudo-header fields (http_request_from_fields). */
+static enum http_error from_fields(struct http_request *r,
+				   struct http_str method,
+				   struct http_str target, const char **why)
+{
+	enum http_error err;
+
+	for (size_t i = 0; i < method.len; i++)
+		if (!http_tchar[(unsigned char)method.p[i]])
+			FAIL(HTTP_E_BAD_REQUEST, "bad method");
+	if (!method.len || !target.len)
+		FAIL(HTTP_E_BAD_REQUEST, "bad request line");
+	if (method.len > MAX_METHOD)
+		FAIL(HTTP_E_NOT_IMPLEMENTED, "method too long");
+	r->method_str = method;
+	r->method = method_lookup(method.p, method.len);
+	r->minor = 1;
+	err = parse_target(target.p, target.len, r, why);
+	return err ? err : semantics(r, why);
+}
+
+enum http_error http_request_from_fields(struct http_request *r,
+					 struct http_str method,
+					 struct http_str target)
+{
+	r->error = from_fields(r, method, target, &r->why);
+	return r->error;
+}
+
 const struct http_header *http_find_header(const struct http_request *req,
 					   const char *name)
 {

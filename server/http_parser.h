@@ -224,6 +224,19 @@ ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
 			   const struct http_limits *lim,
 			   struct http_request *req);
 
+/*
+ * A request head that came as fields instead of text (HTTP/2's HEADERS,
+ * RFC 9113 8.3): `method` and `target` are the :method and :path values
+ * (:authority for CONNECT), req->headers[0..num_headers) the regular
+ * fields -- with a Host field where only :authority named the host.  req is
+ * filled as http_parse_request fills it for the same head sent as an
+ * HTTP/1.1 request line and fields, by the same checks and semantics.
+ * Returns HTTP_OK, or the status to answer (req->error and req->why set).
+ */
+enum http_error http_request_from_fields(struct http_request *req,
+					 struct http_str method,
+					 struct http_str target);
+
 /* First field named `name` (case-insensitive), or NULL. */
 const struct http_header *http_find_header(const struct http_request *req,
 					   const char *name);

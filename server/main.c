@@ -218,6 +218,7 @@ static int load_tls(struct zh_config *cfg)
 
 	if (!cfg->tls.listen)
 		return 0;
+	cfg->tls.h2 = cfg->h2.on;
 	if (tls_create(&cfg->tls, &cfg->tls_ctx, err, sizeof(err))) {
 		zh_log(ZL_ERROR, "TLS: %s", err);
 		return -1;

@@ -27,6 +27,7 @@
 
 #include "errlog.h"
 #include "gds.h"
+#include "h2.h"
 #include "http_host.h"
 #include "listen.h"
 #include "options.h"
@@ -112,6 +113,18 @@ void options_usage(FILE *f)
 "                             ChaCha20-Poly1305)\n"
 "  --tls-ktls on|off          let the kernel encrypt (kTLS, sendfile stays\n"
 "                             zero-copy) where it can (default on)\n"
+"  --http2 on|off             HTTP/2: h2 on --tls-listen when ALPN offers it,\n"
+"                             h2c with prior knowledge on --listen (default on)\n"
+"  --h2c-only                 the --listen port speaks HTTP/2 alone, with prior\n"
+"                             knowledge (anything else is closed), as nginx's\n"
+"                             'listen ... http2' without ssl\n"
+"  --h2-max-streams N         concurrent streams per HTTP/2 connection (default 100)\n"
+"  --h2-max-header-list BYTES a request head's fields as RFC 9113 counts them\n"
+"                             (name + value + 32 each; default 32k; more: 431)\n"
+"  --h2-idle-timeout MS       an HTTP/2 connection without streams is closed\n"
+"                             (GOAWAY) after this (default 30000)\n"
+"  --h2-settings-timeout MS   a client must acknowledge our SETTINGS within this\n"
+"                             (default 10000)\n"
 "  --user NAME                drop privileges to NAME after binding\n"
 "  -t, --check-config         check the options (and --config file), the root,\n"
 "                             the address and the log; print the verdict, exit\n"
@@ -145,6 +158,11 @@ void options_defaults(struct options *o)
 	o->cfg.fcgi_queue = 1024;
 	o->cfg.fcgi_idle_ms = 2000;
 	o->cfg.tls.ktls = true;
+	o->cfg.h2.on = h2_unavailable() == NULL;	/* not in the static image */
+	o->cfg.h2.max_streams = 100;
+	o->cfg.h2.max_header_list = 32u << 10;
+	o->cfg.h2.idle_timeout_ms = 30000;
+	o->cfg.h2.settings_timeout_ms = 10000;
 	o->cfg.log_level = ZL_NOTICE;
 }
 
@@ -605,6 +623,29 @@ static int apply(struct options *o, const char *name, const char *val,
 		NEED_VAL();
 		if (choose(val, "on", "off", &c->tls.ktls))
 			goto bad;
+	} else if (!strcmp(name, "http2")) {
+		NEED_VAL();
+		if (choose(val, "on", "off", &c->h2.on))
+			goto bad;
+		if (c->h2.on && h2_unavailable()) {
+			options_error(o, NULL, "--http2 on: %s", h2_unavailable());
+			return -1;
+		}
+	} else if (!strcmp(name, "h2c-only")) {
+		if (val)
+			goto bad;
+		c->h2.c_only = true;
+	} else if (!strcmp(name, "h2-max-streams")) {
+		NUM_NONZERO(h2.max_streams, 1u << 20);
+	} else if (!strcmp(name, "h2-max-header-list")) {
+		NEED_VAL();
+		if (parse_size(val, &n) || n < 1024 || n > (64u << 20))
+			goto bad;
+		c->h2.max_header_list = (unsigned)n;
+	} else if (!strcmp(name, "h2-idle-timeout")) {
+		NUM_NONZERO(h2.idle_timeout_ms, 3600000);
+	} else if (!strcmp(name, "h2-settings-timeout")) {
+		NUM_NONZERO(h2.settings_timeout_ms, 3600000);
 	} else if (!strcmp(name, "user")) {
 		NEED_VAL();
 		o->user = options_keep(o, val);
@@ -736,7 +777,7 @@ int options_parse(struct options *o, int argc, char **argv)
 				goto unknown;
 			strcpy(name, a);
 			if (strcmp(name, "follow-symlinks-outside") &&
-			    i + 1 < argc)
+			    strcmp(name, "h2c-only") && i + 1 < argc)
 				val = argv[++i];
 		}
 		if (apply(o, name, val, 0))
@@ -744,6 +785,10 @@ int options_parse(struct options *o, int argc, char **argv)
 		continue;
 unknown:
 		options_error(o, NULL, "unknown option '%s'", argv[i]);
+		return -1;
+	}
+	if (o->cfg.h2.c_only && !o->cfg.h2.on) {
+		options_error(o, NULL, "--h2c-only needs --http2 on");
 		return -1;
 	}
 	if (o->cfg.tls.ncerts && !o->cfg.tls.listen) {

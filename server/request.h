@@ -31,6 +31,7 @@
 #include "uri.h"
 #include "zc.h"
 
+struct h2_stream;
 struct zh_conn;
 struct zh_worker;
 struct zh_vhost;
@@ -109,6 +110,8 @@ struct zh_handler {
 
 struct zh_request {
 	struct zh_conn *conn;
+	struct h2_stream *stream;	/* an HTTP/2 stream carries it (h2.h);
+					 * NULL: HTTP/1.x */
 	struct zh_worker *w;
 	struct zh_vhost *vhost;		/* the site its Host names (vhost.h) */
 	struct http_request http;	/* the parsed head (pointers into the
@@ -122,6 +125,9 @@ struct zh_request {
 	bool body_read;			/* the handler took the whole request
 					 * body: else the connection closes
 					 * after the response, lingering */
+	bool body_to_end;		/* HTTP/2 without Content-Length: the
+					 * body runs to the stream's end
+					 * (request_read returns 0 there) */
 	int status;			/* the status sent (access log, counters) */
 	uint64_t body_bytes;		/* bytes of body in the response */
 	struct cache_entry *entry;	/* a cache entry the response body uses,
@@ -198,11 +204,19 @@ ssize_t request_read_body(struct zh_request *r, zc_agg **body, size_t want);
 ssize_t request_read(struct zh_request *r);
 /* Queue "100 Continue" ahead of the response (Expect: 100-continue). */
 int request_continue(struct zh_request *r);
+/* The protocol of the request, as the access log and CGI's
+ * SERVER_PROTOCOL name it: "HTTP/1.0", "HTTP/1.1", "HTTP/2.0". */
+const char *request_protocol(const struct zh_request *r);
 /* Serve `path` instead, as a GET without a body (a CGI local redirect,
  * RFC 3875 6.2.2): the handler gives the request up (its state must be
  * gone, and it must not touch r afterwards) and the connection routes it
  * again from the start. */
 void request_redirect(struct zh_request *r, const char *path, size_t len);
+
+/* The connection's side of request_redirect: r becomes a GET of the new
+ * path without a body, to be routed from the start.  Returns true when
+ * the old body was not read (an HTTP/1.1 connection must close after). */
+bool request_redirected(struct zh_request *r);
 
 /* The client's address, and ours on its connection. */
 const struct sockaddr_storage *request_peer(const struct zh_request *r);

@@ -2,8 +2,8 @@
  * sock.h - a connection's socket, below the protocol that speaks on it (in
  * the spirit of h2o's h2o_socket_t and nginx's c->recv/c->send).
  *
- * The protocol above -- conn.c's HTTP/1.1 state machine; an HTTP/2
- * connection could own a socket the same way -- sees:
+ * The protocol above -- conn.c's HTTP/1.1 state machine, or h2_conn.c's
+ * HTTP/2 connection once it took the socket over (sock_set_hooks) -- sees:
  *
  *   s->in        one input buffer (sock_in.h): the stream's bytes in order,
  *                however they came, parsed in place; a tail of its own
@@ -173,6 +173,15 @@ bool sock_peek(struct zh_sock *s);
 /* Send the front of out, trimming what left: bytes, -EAGAIN (wait for
  * SOCK_OUT), or -errno. */
 ssize_t sock_send(struct zh_sock *s, zc_agg *out);
+
+/* Another owner, or another protocol of the same owner, takes the
+ * socket over: its hooks from the next event on. */
+static inline void sock_set_hooks(struct zh_sock *s,
+				  const struct sock_hooks *hooks, void *data)
+{
+	s->hooks = hooks;
+	s->data = data;
+}
 
 /* HTTPS whose handshake is not done yet. */
 static inline bool sock_handshaking(const struct zh_sock *s)

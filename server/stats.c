@@ -58,6 +58,14 @@ static void add(struct worker_stats *t, const struct worker_stats *s,
 	t->tls.kernel_send += s->tls.kernel_send;
 	t->tls.user_send += s->tls.user_send;
 	t->tls.user_bytes += s->tls.user_bytes;
+	t->h2.conns += s->h2.conns;
+	t->h2.conns_tls += s->h2.conns_tls;
+	t->h2.requests += s->h2.requests;
+	t->h2.resets_received += s->h2.resets_received;
+	t->h2.goaways_sent += s->h2.goaways_sent;
+	t->h2.refused += s->h2.refused;
+	t->h2.bytes_by_reference += s->h2.bytes_by_reference;
+	t->h2.bytes_copied += s->h2.bytes_copied;
 	if (!gauges)
 		return;
 	t->conns_open += s->conns_open;

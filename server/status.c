@@ -49,6 +49,29 @@ static int render_tls_json(const struct zh_worker *w,
 		U(t->tls.user_bytes));
 }
 
+/* Requests and connections by protocol: HTTP/2's are counted as such,
+ * HTTP/1.x's are the rest.  HTTP/2's bytes by reference and copied are
+ * libzc's account of what its connections sent (zero_copy has every
+ * connection's). */
+static int render_protocols_json(const struct worker_stats *t, char *b,
+				 size_t n)
+{
+	const struct h2_stats *h = &t->h2;
+
+	return snprintf(b, n,
+		",\"protocols\":{\"http/1.1\":{\"requests\":%llu,"
+		"\"connections\":%llu},\"h2\":{\"requests\":%llu,"
+		"\"connections\":%llu,\"tls\":%llu,\"h2c\":%llu,"
+		"\"resets_received\":%llu,\"goaways_sent\":%llu,"
+		"\"refused\":%llu,\"bytes_by_reference\":%llu,"
+		"\"bytes_copied\":%llu}}",
+		U(t->requests - h->requests), U(t->conns_total - h->conns),
+		U(h->requests), U(h->conns), U(h->conns_tls),
+		U(h->conns - h->conns_tls), U(h->resets_received),
+		U(h->goaways_sent), U(h->refused), U(h->bytes_by_reference),
+		U(h->bytes_copied));
+}
+
 /* ?audit: the shared cache checked against itself (cache.h). */
 static int render_audit_json(const struct cache_audit *a, char *b, size_t n)
 {
@@ -96,6 +119,10 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 
 	if (k < 0 || (size_t)k >= n)
 		return -1;
+	m = render_protocols_json(t, b + k, n - (size_t)k);
+	if (m < 0 || (size_t)m >= n - (size_t)k)
+		return -1;
+	k += m;
 	m = render_tls_json(w, t, b + k, n - (size_t)k);
 	if (m < 0 || (size_t)m >= n - (size_t)k)
 		return -1;
@@ -177,6 +204,29 @@ static int render_prometheus(const struct zh_worker *w,
 	P("zchttpd_connections_refused_total %llu\n", U(t->conns_refused));
 	P("# TYPE zchttpd_timeouts_total counter\n");
 	P("zchttpd_timeouts_total %llu\n", U(t->timeouts));
+	P("# TYPE zchttpd_protocol_requests_total counter\n");
+	P("zchttpd_protocol_requests_total{protocol=\"http/1.1\"} %llu\n",
+	  U(t->requests - t->h2.requests));
+	P("zchttpd_protocol_requests_total{protocol=\"h2\"} %llu\n",
+	  U(t->h2.requests));
+	P("# TYPE zchttpd_protocol_connections_total counter\n");
+	P("zchttpd_protocol_connections_total{protocol=\"http/1.1\"} %llu\n",
+	  U(t->conns_total - t->h2.conns));
+	P("zchttpd_protocol_connections_total{protocol=\"h2\"} %llu\n",
+	  U(t->h2.conns_tls));
+	P("zchttpd_protocol_connections_total{protocol=\"h2c\"} %llu\n",
+	  U(t->h2.conns - t->h2.conns_tls));
+	P("# TYPE zchttpd_h2_resets_received_total counter\n");
+	P("zchttpd_h2_resets_received_total %llu\n", U(t->h2.resets_received));
+	P("# TYPE zchttpd_h2_goaways_sent_total counter\n");
+	P("zchttpd_h2_goaways_sent_total %llu\n", U(t->h2.goaways_sent));
+	P("# TYPE zchttpd_h2_refused_total counter\n");
+	P("zchttpd_h2_refused_total %llu\n", U(t->h2.refused));
+	P("# TYPE zchttpd_h2_zero_copy_bytes_total counter\n");
+	P("zchttpd_h2_zero_copy_bytes_total{how=\"by_reference\"} %llu\n",
+	  U(t->h2.bytes_by_reference));
+	P("zchttpd_h2_zero_copy_bytes_total{how=\"copied\"} %llu\n",
+	  U(t->h2.bytes_copied));
 	P("# TYPE zchttpd_zero_copy_bytes_total counter\n");
 	P("zchttpd_zero_copy_bytes_total{how=\"by_reference\"} %llu\n",
 	  U(t->zc_bytes_by_reference));

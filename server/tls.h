@@ -50,6 +50,8 @@ int tls_handshake(struct tls_conn *tc, struct tls_stats *st);
 /* After the handshake: does the kernel encrypt what is written to the
  * socket (so iol_write, sendfile included, may write it directly)? */
 bool tls_kernel_sends(const struct tls_conn *tc);
+/* After the handshake: did ALPN choose h2 (HTTP/2)? */
+bool tls_alpn_h2(const struct tls_conn *tc);
 
 /* Like recv(): bytes, 0 at the end, -EAGAIN, or another -errno. */
 ssize_t tls_recv(struct tls_conn *tc, void *buf, size_t len);

@@ -21,6 +21,7 @@ struct zh_tls_config {
 	unsigned ncerts;
 	const char *ciphers;		/* TLS 1.2 list; NULL: our default */
 	bool ktls;			/* give the records to the kernel */
+	bool h2;			/* ALPN offers h2 (--http2) */
 };
 
 /* Counters, per worker (summed by the status endpoint). */

@@ -60,6 +60,12 @@ bool tls_kernel_sends(const struct tls_conn *tc)
 	return false;
 }
 
+bool tls_alpn_h2(const struct tls_conn *tc)
+{
+	(void)tc;
+	return false;
+}
+
 ssize_t tls_recv(struct tls_conn *tc, void *buf, size_t len)
 {
 	(void)tc;

@@ -173,6 +173,8 @@ int worker_run(struct zh_worker *w)
 	ev_timer_list_init(&w->t_linger, 2000);
 	ev_timer_list_init(&w->t_fcgi, cfg->fcgi_timeout_ms);
 	ev_timer_list_init(&w->t_fcgi_idle, cfg->fcgi_idle_ms);
+	ev_timer_list_init(&w->t_h2_idle, cfg->h2.idle_timeout_ms);
+	ev_timer_list_init(&w->t_h2_settings, cfg->h2.settings_timeout_ms);
 	ev_timer_list_init(&w->t_cache, 100);
 	ev_timer_list_init(&t_shutdown, cfg->shutdown_timeout_ms);
 	ev_timer_list_register(w->loop, &w->t_header);
@@ -181,6 +183,8 @@ int worker_run(struct zh_worker *w)
 	ev_timer_list_register(w->loop, &w->t_linger);
 	ev_timer_list_register(w->loop, &w->t_fcgi);
 	ev_timer_list_register(w->loop, &w->t_fcgi_idle);
+	ev_timer_list_register(w->loop, &w->t_h2_idle);
+	ev_timer_list_register(w->loop, &w->t_h2_settings);
 	ev_timer_list_register(w->loop, &w->t_cache);
 	ev_timer_list_register(w->loop, &t_shutdown);
 	err = cache_attach(w->cache_zone, (unsigned)w->index, &w->cache);

@@ -96,6 +96,28 @@ struct zh_config {
 	unsigned fcgi_idle_ms;		/* an unused connection is closed */
 	struct zh_tls_config tls;	/* HTTPS (tls.h); tls.listen NULL: off */
 	struct zh_tls *tls_ctx;		/* built by the master from tls */
+	struct zh_h2_config {		/* HTTP/2 (h2.h) */
+		bool on;		/* --http2: h2 by ALPN, h2c by preface */
+		bool c_only;		/* --h2c-only: the plain port is h2c's */
+		unsigned max_streams;	/* concurrent streams per connection */
+		unsigned max_header_list;	/* a request head's fields, as
+						 * RFC 9113 counts them */
+		unsigned idle_timeout_ms;	/* no stream: GOAWAY, close */
+		unsigned settings_timeout_ms;	/* our SETTINGS unacknowledged */
+	} h2;
+};
+
+/* HTTP/2 on one worker (h2.h): what the status endpoint tells of it. */
+struct h2_stats {
+	uint64_t conns;			/* connections that spoke HTTP/2 */
+	uint64_t conns_tls;		/* ... h2 over TLS (the rest h2c) */
+	uint64_t requests;		/* streams answered as requests */
+	uint64_t resets_received;	/* RST_STREAM from clients */
+	uint64_t goaways_sent;
+	uint64_t refused;		/* connections ended for a flood */
+	uint64_t bytes_by_reference;	/* sent on HTTP/2 connections by */
+	uint64_t bytes_copied;		/* reference or by copy (libzc's
+					 * account of their sends) */
 };
 
 /* Counters of one worker, in shared memory (only its worker writes). */
@@ -112,6 +134,7 @@ struct worker_stats {
 	uint64_t zc_bytes_copied;
 	struct cache_stats cache;	/* copied from cache_stats() */
 	struct tls_stats tls;		/* HTTPS connections (tls.h) */
+	struct h2_stats h2;		/* HTTP/2 connections */
 	pid_t pid;
 };
 
@@ -141,6 +164,7 @@ struct zh_worker {
 	uint64_t stop_deadline_ms;
 	struct ev_timer_list t_header, t_idle, t_send, t_linger, t_fcgi;
 	struct ev_timer_list t_fcgi_idle;
+	struct ev_timer_list t_h2_idle, t_h2_settings;
 	struct ev_timer_list t_cache;	/* wakes the loop for cache_maintain */
 	struct ev_timer cache_timer;
 	struct zh_conn *conns;		/* list of open connections */
@@ -164,5 +188,23 @@ struct zh_worker {
 	 * (a request that has to wait takes a copy, request.h). */
 	struct http_header slots[256];
 };
+
+/* A request parsed (HTTP/1.1) or its head received (HTTP/2), on site v. */
+static inline void zh_count_request(struct zh_worker *w,
+				    const struct zh_vhost *v)
+{
+	w->stats->requests++;
+	if (v->site->stat_slot >= 0)
+		w->stats->site_requests[v->site->stat_slot]++;
+}
+
+/* A response of this status sent (or begun). */
+static inline void zh_count_status(struct zh_worker *w, int status)
+{
+	int cls = status / 100;
+
+	if (cls >= 1 && cls <= 5)
+		w->stats->responses[cls]++;
+}
 
 #endif

@@ -126,15 +126,24 @@ PY
 	[ "$(curl -sk --resolve b.test:"$TPORT":127.0.0.1 "https://b.test:$TPORT/a.txt")" = hello ]
 }
 
-@test "ALPN: http/1.1 is chosen when offered; a client offering only h2 is refused; none is fine" {
+@test "ALPN: h2 is chosen when offered, in any order; http/1.1 alone; with --http2 off a client offering only h2 is refused; none is fine" {
 	two_certs
-	run bash -c "openssl s_client -connect 127.0.0.1:$TPORT -alpn h2,http/1.1 </dev/null 2>&1"
+	run bash -c "openssl s_client -connect 127.0.0.1:$TPORT -alpn http/1.1,h2 </dev/null 2>&1"
+	[[ "$output" == *"ALPN protocol: h2"* ]]
+	run bash -c "openssl s_client -connect 127.0.0.1:$TPORT -alpn http/1.1 </dev/null 2>&1"
 	[[ "$output" == *"ALPN protocol: http/1.1"* ]]
-	run bash -c "openssl s_client -connect 127.0.0.1:$TPORT -alpn h2 </dev/null 2>&1"
+	run bash -c "openssl s_client -connect 127.0.0.1:$TPORT -alpn spdy/3 </dev/null 2>&1"
 	[[ "$output" == *"no application protocol"* ]]
 	run bash -c "openssl s_client -connect 127.0.0.1:$TPORT </dev/null 2>&1"
 	[[ "$output" == *"No ALPN negotiated"* ]]
 	[[ "$output" == *"Verify return code"* ]]
+	stop_server
+	two_certs --http2 off
+	run bash -c "openssl s_client -connect 127.0.0.1:$TPORT -alpn h2,http/1.1 </dev/null 2>&1"
+	[[ "$output" == *"ALPN protocol: http/1.1"* ]]
+	run bash -c "openssl s_client -connect 127.0.0.1:$TPORT -alpn h2 </dev/null 2>&1"
+	[[ "$output" == *"no application protocol"* ]]
+	[ "$(curl -sk -o /dev/null -w '%{http_version}' "$TURL/a.txt")" = 1.1 ]
 }
 
 @test "protocols: TLS 1.0 and 1.1 refused, 1.2 with an ECDHE AEAD cipher, 1.3" {

@@ -116,6 +116,12 @@ def build_parser():
     s.add_argument("--modes", type=_list(("keepalive", "close")), default="keepalive,close",
                    help="keepalive: persistent connections; close: Connection: close, one request "
                         "per connection")
+    s.add_argument("--protocol", choices=("http/1.1", "h2", "h2c"), default="http/1.1",
+                   help="what the measured port speaks: h2 (over TLS, by ALPN) and h2c (prior "
+                        "knowledge) are measured with h2load, keep-alive only, for zchttpd, nginx "
+                        "and h2o")
+    s.add_argument("--streams", type=_positive, default=10,
+                   help="with --protocol h2/h2c: concurrent streams per connection (h2load -m)")
     s.add_argument("--runs", type=_positive, default=5, help="interleaved repetitions (median reported)")
     s.add_argument("--duration", type=_duration, default="5s", help="wrk duration per point")
     s.add_argument("--connections", type=_positive, default=50, help="wrk connections (-c)")
@@ -279,6 +285,16 @@ def cmd_static(a):
         a.runs, a.duration_s, a.sizes = 1, 1.0, [1024, 100 * 1024]
     else:
         a.duration_s = a.duration
+    if a.protocol != "http/1.1":
+        from .servers import H2_KINDS
+        other = [n for n in a.servers if n not in H2_KINDS]
+        a.servers = [n for n in a.servers if n in H2_KINDS]
+        if other:
+            print(f"zcbench: --protocol {a.protocol}: {', '.join(other)} left out (HTTP/2 is "
+                  f"measured on {', '.join(H2_KINDS)})", file=sys.stderr)
+        if not a.servers:
+            return 2
+        a.modes = ["keepalive"]   # h2load keeps its connections
     if a.out is None:
         a.out = os.path.join(build_dir(), "bench", "static-" + time.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(a.out, exist_ok=True)

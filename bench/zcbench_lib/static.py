@@ -39,7 +39,7 @@ import time
 
 from . import budget as bg
 from . import docroot as dr
-from . import pinning, report, scaling, servers, wrk
+from . import h2load, pinning, report, scaling, servers, wrk
 from .cpu import busy_share, client_cores, cpu_times, is_client_bound
 
 DEFAULT_SIZES = "500,1k,2k,5k,10k,20k,50k,100k,200k"
@@ -54,15 +54,9 @@ def verify_bodies(srv, wanted):
     the body's digest (also warms caches and starts FastCGI applications'
     connections); a wrong one is a ServerError."""
     for path, digest, size in wanted:
-        c = srv.connection(timeout=10)
-        try:
-            c.request("GET", path)
-            r = c.getresponse()
-            body = r.read()
-        finally:
-            c.close()
-        if r.status != 200 or hashlib.sha256(body).hexdigest() != digest:
-            raise servers.ServerError(f"{srv.name} served {path} wrong: status {r.status}, "
+        status, body = srv.fetch(path)
+        if status != 200 or hashlib.sha256(body).hexdigest() != digest:
+            raise servers.ServerError(f"{srv.name} served {path} wrong: status {status}, "
                                       f"{len(body)} bytes (want {size})\n{srv.log_tail(10)}")
 
 
@@ -112,19 +106,27 @@ def measure(srv, run_wrk, client_cpus=None, threads=1):
     return res, fields
 
 
-def run_one(srv, path, mode, connections, duration_s, client_cpus=None, threads=1):
-    """One wrk run against srv; a result row (without run/size fields):
-    wrk's figures and the method's (measure())."""
+def run_one(srv, path, mode, connections, duration_s, client_cpus=None, threads=1, streams=10):
+    """One wrk run against srv (h2load for HTTP/2: `streams` at a time on
+    each connection); a result row (without run/size fields): the load
+    generator's figures and the method's (measure())."""
     before = _conns_total(srv)
-    res, fields = measure(srv, lambda: wrk.run(srv.url(path), connections, duration_s, threads=threads,
-                                               close=(mode == "close"), cpus=client_cpus),
-                          client_cpus, threads)
+    if srv.protocol == "http/1.1":
+        def load():
+            return wrk.run(srv.url(path), connections, duration_s, threads=threads,
+                           close=(mode == "close"), cpus=client_cpus)
+    else:
+        def load():
+            return h2load.run(srv.url(path), connections, streams, duration_s, threads=threads,
+                              cpus=client_cpus)
+    res, fields = measure(srv, load, client_cpus, threads)
     after = _conns_total(srv)
     row = {
         "requests": res.requests, "duration_s": res.duration_s,
         "requests_per_s": res.requests_per_s, "mbytes_per_s": res.bytes_per_s / 1e6,
-        "latency_p50_ms": res.latency_pct.get("50", 0) * 1e3,
-        "latency_p99_ms": res.latency_pct.get("99", 0) * 1e3,
+        # h2load gives no percentiles: empty, not 0.
+        "latency_p50_ms": res.latency_pct["50"] * 1e3 if "50" in res.latency_pct else None,
+        "latency_p99_ms": res.latency_pct["99"] * 1e3 if "99" in res.latency_pct else None,
         "errors": res.errors, "socket_errors": res.socket_errors, "non_2xx_3xx": res.non_2xx_3xx,
         # connections the server accepted during the run; -1 for the status
         # request's own connection (the "before" one was counted before it).
@@ -166,7 +168,8 @@ def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr, thread
     def measured(srv, j, order, path, mode, where):
         while True:
             try:
-                row = run_one(srv, path, mode, opts.connections, opts.duration_s, client_cpus, threads)
+                row = run_one(srv, path, mode, opts.connections, opts.duration_s, client_cpus, threads,
+                              getattr(opts, "streams", 10))
                 if srv.proc.poll() is None:
                     return srv, row
                 why = f"{srv.name} died during the run"
@@ -278,13 +281,20 @@ def finish(meta, rows, problems, reference=report.REFERENCE, log=sys.stderr):
 def run(opts, log=sys.stderr):
     """Run the whole experiment.  opts: servers, sizes, modes, runs, duration_s,
     connections, workers, out.  Returns (meta, rows, summary, ratios, problems)."""
-    wrk.find_wrk()
+    protocol = getattr(opts, "protocol", "http/1.1")
+    if protocol == "http/1.1":
+        wrk.find_wrk()
+    else:
+        h2load.find_h2load()
     budget = bg.Budget(getattr(opts, "server_cpu", 0.0))   # BudgetError before anything is made
     tmp = tempfile.mkdtemp(prefix="zcbench-static-")
     os.chmod(tmp, 0o755)
     root = os.path.join(tmp, "docroot")
     files = dr.make_docroot(root, opts.sizes)
     meta, _, _ = setup(opts, "static", opts.servers, budget, log)
+    meta["protocol"] = protocol
+    if protocol != "http/1.1":
+        meta["load"] = f"h2load, {getattr(opts, 'streams', 10)} streams per connection"
     counts = opts.workers if isinstance(opts.workers, list) else [opts.workers]
     rows, problems = [], []
     meta["placements"] = {}
@@ -292,7 +302,7 @@ def run(opts, log=sys.stderr):
     def start_with(place):
         def start(name):
             srv = servers.Server(name, root, tmp, workers=place.workers, cpus=place.server_cpus,
-                                 budget=budget, private_copy=True)
+                                 budget=budget, private_copy=True, protocol=protocol)
             srv.start()
             try:
                 verify_bodies(srv, file_bodies(files))

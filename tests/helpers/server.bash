@@ -2,7 +2,8 @@
 #
 # ZCHTTPD may name another build (ci/test.sh runs the server's bats files
 # again with the ASan+UBSan binary).  start_server takes extra options;
-# ROOT must be set.  Sets PORT, PID, URL.  SERVER_WRAPPER, when set, is a
+# ROOT must be set.  Sets PORT, PID, URL.  WAIT_CURL: curl options for the
+# first request (--http2-prior-knowledge for a port that speaks h2c only).  SERVER_WRAPPER, when set, is a
 # command the server runs under (e.g. tests/helpers/no_openat2.c's).
 # ZCHTTPD_EVENT=io_uring runs every server on the io_uring loop (ci/test.sh
 # runs the server's bats files once more so).
@@ -21,7 +22,7 @@ start_server() { # extra options...
 		2>"$BATS_TEST_TMPDIR/server.err" 3>&- &
 	PID=$!
 	URL="http://127.0.0.1:$PORT"
-	wait_answer "$URL/"
+	wait_answer "$URL/" ${WAIT_CURL:-}
 }
 
 # Wait up to 5 s until URL answers (curl options may follow); on failure
