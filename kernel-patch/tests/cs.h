@@ -73,6 +73,30 @@ static inline long long sysfs_ll(const char *path)
 	return v;
 }
 
+/* Write s to a sysfs (or procfs) file; 0, or -1 if it was refused. */
+static inline int sysfs_write(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	int ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* Pseudo-random bytes, the same for the same seed, different for others. */
+static inline void fill_seeded(unsigned char *p, size_t n, unsigned seed)
+{
+	unsigned x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (unsigned char)(x >> 16);
+	}
+}
+
 /* The kernel's counters of bytes moved by reference and by copy. */
 static inline long long ref(void)
 {
