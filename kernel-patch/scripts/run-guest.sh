@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # Build the guest tests, pack an initramfs, boot the cached kernel under
-# qemu (TCG) and exit with the guest's result.
+# qemu and exit with the guest's result.
+#
+# qemu runs under KVM (-accel kvm -cpu host -smp N) where /dev/kvm opens
+# read-write, else emulated (-accel tcg, one CPU); it says which.
+# ZC_GUEST_ACCEL=tcg|kvm forces one, ZC_GUEST_CPUS sets N (default: the
+# host's CPUs, at most 4), ZC_GUEST_CPU the -cpu model (default host).  ZC_GUEST_DEBUG=1 boots without `quiet` and with
+# earlyprintk on the serial port, for a kernel that stops before its
+# console comes up.
 #
 # The guest runs tests/*.c (static musl programs), libzc's own cmocka
 # tests (glibc, staged by stage-libzc.sh) and zchttpd's kTLS and CRIU tests
@@ -33,6 +40,49 @@ fi
 for h in cs.h iolite.h; do
 	[ -f "$uapi/linux/$h" ] || { echo "guest: no uapi header linux/$h in $uapi (make kernel)"; exit 1; }
 done
+
+# The accelerator.  KVM needs /dev/kvm open read-write (what qemu does) and
+# a KVM that runs an unmodified kernel: kvm_intel or kvm_amd, hardware
+# virtualization.  A /dev/kvm of kvm_pvm (PVM, KVM without hardware
+# virtualization, e.g. inside a Firecracker VM) runs only PVM guest
+# kernels: there qemu -cpu host aborts on MSR 0x10a, and without that MSR
+# this kernel stops in its decompressor -- so it counts as no KVM.
+# kvm_why_not prints why KVM is not used, or nothing when it can be.
+kvm_why_not() {
+	if [ ! -c /dev/kvm ]; then
+		echo "no /dev/kvm"
+	elif ! ( exec 9<>/dev/kvm ) 2>/dev/null; then
+		echo "/dev/kvm does not open read-write"
+	elif [ ! -d /sys/module/kvm_intel ] && [ ! -d /sys/module/kvm_amd ]; then
+		echo "/dev/kvm is not hardware KVM ($(ls /sys/module | grep -m1 '^kvm_' || echo 'no kvm_intel/kvm_amd'))"
+	fi
+}
+why=$(kvm_why_not)
+ACCEL=${ZC_GUEST_ACCEL:-}
+if [ -z "$ACCEL" ]; then
+	if [ -z "$why" ]; then ACCEL=kvm; else ACCEL=tcg; fi
+fi
+case $ACCEL in
+tcg)
+	# Exactly the emulation the lane has always run: one CPU.
+	accel_args=(-accel tcg)
+	echo "guest: accelerator tcg (emulation${why:+: $why}; timings mean nothing)" ;;
+kvm)
+	# Forced KVM needs only the device (to try PVM, say).
+	( exec 9<>/dev/kvm ) 2>/dev/null ||
+		{ echo "guest: ZC_GUEST_ACCEL=kvm but /dev/kvm does not open read-write"; exit 1; }
+	cpus=${ZC_GUEST_CPUS:-$(nproc)}
+	[ -n "${ZC_GUEST_CPUS:-}" ] || [ "$cpus" -le 4 ] || cpus=4
+	accel_args=(-accel kvm -cpu "${ZC_GUEST_CPU:-host}" -smp "$cpus")
+	echo "guest: accelerator kvm (-cpu ${ZC_GUEST_CPU:-host}, $cpus vCPUs${why:+; forced: $why})" ;;
+*) echo "guest: ZC_GUEST_ACCEL must be tcg or kvm, not '$ACCEL'"; exit 1 ;;
+esac
+console="quiet"
+if [ "${ZC_GUEST_DEBUG:-0}" = 1 ]; then
+	# Everything from the decompressor on, before the console driver
+	# (config.fragment has EARLY_PRINTK and X86_VERBOSE_BOOTUP for it).
+	console="earlyprintk=serial,ttyS0,115200 ignore_loglevel zc.debug=1"
+fi
 
 BUSYBOX=$(command -v busybox || true)
 if [ -z "$BUSYBOX" ] || ! file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked'; then
@@ -69,10 +119,10 @@ log=$OUT/guest.log
 echo "guest: booting $(readlink -f "$kernel") (timeout ${TIMEOUT}s)"
 set +e
 # slab_nomerge: the container caches keep their own /proc/slabinfo lines.
-timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -m "$MEM" \
+timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 "${accel_args[@]}" -m "$MEM" \
 	-nographic -no-reboot -monitor none -serial stdio \
 	-kernel "$kernel" -initrd "$OUT/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 quiet slab_nomerge zc.flavour=${FLAVOUR:-normal} zc.mode=$MODE${ZC_GUEST_ONLY:+ zc.only=$ZC_GUEST_ONLY}" \
+	-append "console=ttyS0 panic=-1 $console slab_nomerge zc.flavour=${FLAVOUR:-normal} zc.mode=$MODE zc.accel=$ACCEL${ZC_GUEST_ONLY:+ zc.only=$ZC_GUEST_ONLY}" \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 	</dev/null 2>&1 | tr -d '\r' | tee "$log"
 rc=${PIPESTATUS[0]}
