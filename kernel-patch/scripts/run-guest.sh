@@ -12,7 +12,9 @@
 # The guest runs tests/*.c (static musl programs), libzc's own cmocka
 # tests (glibc, staged by stage-libzc.sh) and zchttpd's kTLS and CRIU tests
 # (glibc, staged by stage-zchttpd.sh).  ZC_GUEST_MODE=ipc runs the IPC
-# experiment instead and leaves its lines in out/ipc.txt.  ZC_GUEST_ONLY=GLOB
+# experiment instead and leaves its lines in out/ipc.txt; ZC_GUEST_MODE=bench
+# runs the benchmarks (bench/) and leaves out/bench.txt and out/bench.json,
+# printing their tables.  ZC_GUEST_ONLY=GLOB
 # runs only the tests whose names match (t5_socket, libzc, zchttpd-csum):
 # for working on one test, never for the lane's verdict.
 set -euo pipefail
@@ -29,7 +31,7 @@ uapi=$CACHE/include$suffix
 if [ "$FLAVOUR" = kasan ]; then
 	TIMEOUT=${ZC_GUEST_TIMEOUT:-2400}
 	MEM=1G
-elif [ "$MODE" = ipc ]; then
+elif [ "$MODE" = ipc ] || [ "$MODE" = bench ]; then
 	TIMEOUT=${ZC_GUEST_TIMEOUT:-1800}
 	MEM=1G
 else
@@ -74,6 +76,8 @@ kvm)
 	cpus=${ZC_GUEST_CPUS:-$(nproc)}
 	[ -n "${ZC_GUEST_CPUS:-}" ] || [ "$cpus" -le 4 ] || cpus=4
 	accel_args=(-accel kvm -cpu "${ZC_GUEST_CPU:-host}" -smp "$cpus")
+	# The benchmarks' sizes need more than the emulated runs.
+	[ "$MODE" != bench ] || MEM=2G
 	echo "guest: accelerator kvm (-cpu ${ZC_GUEST_CPU:-host}, $cpus vCPUs${why:+; forced: $why})" ;;
 *) echo "guest: ZC_GUEST_ACCEL must be tcg or kvm, not '$ACCEL'"; exit 1 ;;
 esac
@@ -105,6 +109,13 @@ for src in tests/*.c; do
 	[ "$name" = zc-exit ] && dest=$root/bin/zc-exit
 	musl-gcc "${CFLAGS[@]}" -o "$dest" "$src"
 done
+# The benchmarks (bench/*.c, bench/run.sh as /bench/run): built in every
+# mode, so that the lane keeps them compiling; run only in bench mode.
+mkdir -p "$root/bench"
+for src in bench/*.c; do
+	musl-gcc "${CFLAGS[@]}" -Ibench -o "$root/bench/$(basename "$src" .c)" "$src"
+done
+install -m 755 bench/run.sh "$root/bench/run"
 bash scripts/stage-libzc.sh "$root"
 # zchttpd's kTLS and CRIU tests; criu itself only where the tests run.
 stage_criu=0
@@ -138,6 +149,11 @@ if [ -z "$result" ]; then
 	exit 1
 fi
 [ "$MODE" != ipc ] || grep '^IPC' "$log" > "$OUT/ipc.txt" || true
+if [ "$MODE" = bench ]; then
+	grep -E '^(IPC|BENCH|INFO bench)' "$log" > "$OUT/bench.txt" || true
+	python3 scripts/bench-report.py --accel "$ACCEL" --json "$OUT/bench.json" \
+		"$OUT/bench.txt" || { echo "guest: no bench tables"; exit 1; }
+fi
 pass=$(echo "$result" | awk '{print $2}')
 fail=$(echo "$result" | awk '{print $4}')
 echo "guest: $pass passed, $fail failed (qemu exit $rc)"

@@ -3,9 +3,10 @@
 # (/libzc/run) and zchttpd's (/zchttpd/tests/*.sh), print their PASS/FAIL
 # lines, check the kernel log, print GUEST-RESULT and leave qemu through
 # isa-debug-exit.  With zc.mode=ipc on
-# the kernel command line it runs the IPC experiment (/libzc/ipc) instead.
-# zc.accel= says whether qemu emulates or runs under KVM; zc.debug=1
-# leaves the kernel's console log level alone.
+# the kernel command line it runs the IPC experiment (/libzc/ipc) instead,
+# with zc.mode=bench the benchmarks (/bench/run).  zc.accel= says whether
+# qemu emulates or runs under KVM; zc.debug=1 leaves the kernel's console
+# log level alone.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin
 mount -t proc proc /proc
@@ -66,6 +67,11 @@ if [ "$mode" = ipc ]; then
 	/libzc/ipc > /tmp/out 2>&1
 	grep '^IPC' /tmp/out
 	count ipc 0
+elif [ "$mode" = bench ]; then
+	/bench/run "$accel" > /tmp/out 2>&1
+	rc=$?
+	grep -E '^(IPC|BENCH)' /tmp/out
+	count bench $rc
 else
 	for t in /tests/*; do
 		name=${t##*/}
