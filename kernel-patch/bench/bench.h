@@ -213,6 +213,16 @@ static inline int iol_write_all(int s, const struct iol_slice *in, int n)
 	return 0;
 }
 
+/* PASS/FAIL for case name of program prefix: all its runs delivered. */
+static inline void bench_report_case(const char *prefix, const char *name,
+				     int ok)
+{
+	char full[96];
+
+	snprintf(full, sizeof(full), "%s-%s", prefix, name);
+	report(ok, full, "bytes lost (see INFO)");
+}
+
 /* "--name value" options: a number (val) or a string (str). */
 struct bench_opt {
 	const char *name;

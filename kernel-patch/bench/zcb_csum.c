@@ -24,16 +24,6 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 
-#ifndef F_ADD_SEALS
-#define F_ADD_SEALS	1033
-#define F_SEAL_SHRINK	0x0002
-#define F_SEAL_GROW	0x0004
-#define F_SEAL_WRITE	0x0008
-#endif
-#ifndef MFD_ALLOW_SEALING
-#define MFD_ALLOW_SEALING 2U
-#endif
-
 #define PORT		7712
 
 enum method { M_IOL, M_SENDFILE };
@@ -198,12 +188,8 @@ int main(int argc, char **argv)
 					  size, total, addr);
 		}
 	sysfs_write("/sys/kernel/zc/csum_cache", "1");
-	for (int c = 0; c < NCASES; c++) {
-		char name[64];
-
-		snprintf(name, sizeof(name), "bench-csum-%s", cases[c].name);
-		report(ok[c], name, "bytes lost (see INFO)");
-	}
+	for (int c = 0; c < NCASES; c++)
+		bench_report_case("bench-csum", cases[c].name, ok[c]);
 	report(bench_sink_stop(sink, addr, PORT), "bench-csum-sink",
 	       "the sink did not exit cleanly");
 	if (snmp_in(rx, &b1) || snmp_in(tx, &a1))

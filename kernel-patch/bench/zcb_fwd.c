@@ -243,12 +243,8 @@ int main(int argc, char **argv)
 	for (int r = 0; r < runs; r++)
 		for (int c = 0; c < NCASES; c++)
 			ok[c] &= run_case(&cases[c], r, file, size, total);
-	for (int c = 0; c < NCASES; c++) {
-		char name[64];
-
-		snprintf(name, sizeof(name), "bench-fwd-%s", cases[c].name);
-		report(ok[c], name, "bytes lost (see INFO)");
-	}
+	for (int c = 0; c < NCASES; c++)
+		bench_report_case("bench-fwd", cases[c].name, ok[c]);
 	report(bench_sink_stop(sink, ADDR, PORT), "bench-fwd-sink",
 	       "the sink did not exit cleanly");
 	unlink("/tmp/zcb_fwd.dat");

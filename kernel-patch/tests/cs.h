@@ -22,6 +22,19 @@
 
 typedef struct cs_args cs_args;
 
+/* memfd sealing, for headers that lack it. */
+#ifndef F_ADD_SEALS
+#define F_ADD_SEALS	1033
+#endif
+#ifndef F_SEAL_SHRINK
+#define F_SEAL_SHRINK	0x0002
+#define F_SEAL_GROW	0x0004
+#define F_SEAL_WRITE	0x0008
+#endif
+#ifndef MFD_ALLOW_SEALING
+#define MFD_ALLOW_SEALING 2U
+#endif
+
 static int test_failed;
 
 static inline void report(int ok, const char *name, const char *fmt, ...)

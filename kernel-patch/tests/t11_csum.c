@@ -17,18 +17,6 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#ifndef F_ADD_SEALS
-#define F_ADD_SEALS	1033
-#endif
-#ifndef F_SEAL_SHRINK
-#define F_SEAL_SHRINK	0x0002
-#define F_SEAL_GROW	0x0004
-#define F_SEAL_WRITE	0x0008
-#endif
-#ifndef MFD_ALLOW_SEALING
-#define MFD_ALLOW_SEALING 2U
-#endif
-
 #define SIZE		(256 * 1024)	/* bytes per send */
 #define PORT		7711
 #define ADDR_A		"10.77.0.1"
