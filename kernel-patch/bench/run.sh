@@ -10,7 +10,7 @@ if [ "$accel" = kvm ]; then
 	mb=1024 runs=5 csum_kb=1024 fwd_kb=1024 chunk_kb=256 bound=900
 else
 	echo "INFO bench: TCG emulation: a smoke test with small sizes; the figures mean nothing"
-	export ZC_IPC_BYTES=8M ZC_IPC_RUNS=1 ZC_IPC_BLOCKS=128K
+	export ZC_IPC_BYTES=32M ZC_IPC_RUNS=1 ZC_IPC_BLOCKS=128K
 	mb=4 runs=1 csum_kb=256 fwd_kb=256 chunk_kb=64 bound=600
 fi
 echo "INFO bench: accel $accel, $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"

@@ -19,6 +19,15 @@ import sys
 GB = 1e9
 
 
+# zcbench-ipc prints a rate as inf (or nan) when a run took less than its
+# clock's resolution (tiny TCG sizes): not JSON; such a figure is null.
+NONFINITE = re.compile(r'(?<=[:\[,])-?(?:inf|nan)(?=[,\]}])')
+
+
+def load(text):
+    return json.loads(NONFINITE.sub("null", text))
+
+
 def parse(lines):
     out = {"ipc": [], "ipc_counters": [], "csum": [], "forward": [],
            "info": []}
@@ -27,7 +36,7 @@ def parse(lines):
         if line.startswith("IPC-RATIOS "):
             head, _, body = line.partition(" {")
             fields = dict(kv.split("=", 1) for kv in head.split()[1:])
-            rec = json.loads("{" + body) if body else {}
+            rec = load("{" + body) if body else {}
             rec["rc"] = int(fields.get("rc", 1))
             out["ipc"].append(rec)
         elif line.startswith("IPC-COUNTERS "):
@@ -36,7 +45,7 @@ def parse(lines):
                 fields[k] = int(fields[k])
             out["ipc_counters"].append(fields)
         elif line.startswith("BENCH-JSON "):
-            rec = json.loads(line[len("BENCH-JSON "):])
+            rec = load(line[len("BENCH-JSON "):])
             out[rec.pop("bench")].append(rec)
         elif line.startswith("INFO bench"):
             out["info"].append(line[len("INFO "):])
@@ -44,6 +53,7 @@ def parse(lines):
 
 
 def med_range(values, fmt):
+    values = [v for v in values if v is not None]
     if not values:
         return "-"
     m = statistics.median(values)
