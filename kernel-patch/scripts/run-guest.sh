@@ -3,9 +3,10 @@
 # qemu and exit with the guest's result.
 #
 # qemu runs under KVM (-accel kvm -cpu host -smp N) where /dev/kvm opens
-# read-write, else emulated (-accel tcg, one CPU); it says which.
-# ZC_GUEST_ACCEL=tcg|kvm forces one, ZC_GUEST_CPUS sets N (default: the
-# host's CPUs, at most 4), ZC_GUEST_CPU the -cpu model (default host).  ZC_GUEST_DEBUG=1 boots without `quiet` and with
+# read-write and is hardware KVM, else emulated (-accel tcg, one CPU); it
+# says which and why.  ZC_GUEST_ACCEL=tcg|kvm forces one, ZC_GUEST_CPUS
+# sets N (default: the host's CPUs, at most 4), ZC_GUEST_CPU the -cpu
+# model (default host).  ZC_GUEST_DEBUG=1 boots without `quiet` and with
 # earlyprintk on the serial port, for a kernel that stops before its
 # console comes up.
 #
