@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
+source scripts/kconfig.sh
 
 SRC_TAR=/usr/src/linux-source-6.1.tar.xz
 CACHE=${ZC_KERNEL_CACHE:-$HOME/.cache/zcstack/kernel}
@@ -40,7 +41,7 @@ version=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null ||
 shopt -s nullglob
 patches=(patches/*.patch)
 shopt -u nullglob
-key=$( { echo "linux-source-6.1 $version"; echo "lane 3";
+key=$( { echo "linux-source-6.1 $version"; echo "lane 4"; cat scripts/kconfig.sh;
 	 for p in "${patches[@]}"; do echo "== $p"; cat "$p"; done;
 	 for f in "${fragments[@]}"; do echo "== $f"; cat "$f"; done; } |
        sha256sum | cut -c1-16)
@@ -70,24 +71,10 @@ for p in "${patches[@]}"; do
 	echo "kernel: applying $(basename "$p")"
 	patch -p1 --quiet --forward --batch < "$here/$p"
 done
-make -s tinyconfig >/dev/null
-scripts/kconfig/merge_config.sh -m .config \
-	"${fragments[@]/#/$here/}" >/dev/null
-make -s olddefconfig >/dev/null
-# Every fragment option must have survived olddefconfig.
-missing=0
-for f in "${fragments[@]}"; do
-	while IFS= read -r line; do
-		case $line in
-		CONFIG_*=*)
-			if ! grep -qx "$line" .config; then
-				echo "kernel: config option not set: $line ($f)"
-				missing=1
-			fi ;;
-		esac
-	done < "$here/$f"
-done
-[ "$missing" -eq 0 ] || exit 1
+# tinyconfig + the fragments + olddefconfig (scripts/kconfig.sh, shared
+# with check-series.sh); every fragment option must have survived.
+zc_kconfig "$tree" "${fragments[@]/#/$here/}"
+zc_kconfig_check "$tree" "${fragments[@]/#/$here/}"
 log=$work/build.log
 if ! nice -n 10 make -j"$JOBS" bzImage >"$log" 2>&1; then
 	tail -60 "$log"

@@ -13,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
+source scripts/kconfig.sh
 
 SRC_TAR=/usr/src/linux-source-6.1.tar.xz
 CACHE=${ZC_KERNEL_CACHE:-$HOME/.cache/zcstack/kernel}
@@ -56,10 +57,8 @@ chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initramfs.gz"
 
 mkdir -p "$build"
-make -s O="$build" tinyconfig >/dev/null
-scripts/kconfig/merge_config.sh -m -O "$build" "$build/.config" \
-	"$here/config.fragment" >/dev/null
-make -s O="$build" olddefconfig >/dev/null
+# The lane's configuration (scripts/kconfig.sh, as build-kernel.sh).
+zc_kconfig "$build" "$here/config.fragment"
 
 n=0
 fail=0
@@ -73,9 +72,7 @@ for p in "$here"/patches/*.patch; do
 	warn=$(scripts/checkpatch.pl --no-tree -q --terse "$p" |
 	       grep -v 'does MAINTAINERS need updating' | grep -cE 'ERROR|WARNING' || true)
 	# A patch may add the option the fragment asks for: configure again.
-	scripts/kconfig/merge_config.sh -m -O "$build" "$build/.config" \
-		"$here/config.fragment" >/dev/null
-	make -s O="$build" olddefconfig >/dev/null
+	zc_kconfig_merge "$build" "$here/config.fragment"
 	start=$(date +%s)
 	if ! nice -n 10 make -s O="$build" -j"$JOBS" bzImage \
 	     >"$work/build-$n.log" 2>&1; then

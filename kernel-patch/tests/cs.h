@@ -22,6 +22,19 @@
 
 typedef struct cs_args cs_args;
 
+/* memfd sealing, for headers that lack it. */
+#ifndef F_ADD_SEALS
+#define F_ADD_SEALS	1033
+#endif
+#ifndef F_SEAL_SHRINK
+#define F_SEAL_SHRINK	0x0002
+#define F_SEAL_GROW	0x0004
+#define F_SEAL_WRITE	0x0008
+#endif
+#ifndef MFD_ALLOW_SEALING
+#define MFD_ALLOW_SEALING 2U
+#endif
+
 static int test_failed;
 
 static inline void report(int ok, const char *name, const char *fmt, ...)
@@ -71,6 +84,30 @@ static inline long long sysfs_ll(const char *path)
 	if (sscanf(buf, "%lld", &v) != 1)
 		return -1;
 	return v;
+}
+
+/* Write s to a sysfs (or procfs) file; 0, or -1 if it was refused. */
+static inline int sysfs_write(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	int ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* Pseudo-random bytes, the same for the same seed, different for others. */
+static inline void fill_seeded(unsigned char *p, size_t n, unsigned seed)
+{
+	unsigned x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (unsigned char)(x >> 16);
+	}
 }
 
 /* The kernel's counters of bytes moved by reference and by copy. */

@@ -3,7 +3,10 @@
 # (/libzc/run) and zchttpd's (/zchttpd/tests/*.sh), print their PASS/FAIL
 # lines, check the kernel log, print GUEST-RESULT and leave qemu through
 # isa-debug-exit.  With zc.mode=ipc on
-# the kernel command line it runs the IPC experiment (/libzc/ipc) instead.
+# the kernel command line it runs the IPC experiment (/libzc/ipc) instead,
+# with zc.mode=bench the benchmarks (/bench/run).  zc.accel= says whether
+# qemu emulates or runs under KVM; zc.debug=1 leaves the kernel's console
+# log level alone.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin
 mount -t proc proc /proc
@@ -11,17 +14,21 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 ifconfig lo 127.0.0.1 up 2>/dev/null
-echo 1 > /proc/sys/kernel/printk 2>/dev/null
 
 flavour=normal
 mode=test
+accel=tcg
+debug=0
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	zc.flavour=*) flavour=${arg#zc.flavour=} ;;
 	zc.mode=*) mode=${arg#zc.mode=} ;;
 	zc.only=*) only=${arg#zc.only=} ;;
+	zc.accel=*) accel=${arg#zc.accel=} ;;
+	zc.debug=*) debug=${arg#zc.debug=} ;;
 	esac
 done
+[ "$debug" = 1 ] || echo 1 > /proc/sys/kernel/printk 2>/dev/null
 
 # ZC_GUEST_ONLY (run-guest.sh) narrows a run to the tests whose name
 # matches that glob (t5_socket, libzc, zchttpd-csum, zchttpd-*): for
@@ -31,7 +38,7 @@ wanted() { case $1 in ${only:-*}) return 0 ;; esac; return 1; }
 per_test=120
 [ "$flavour" = kasan ] && per_test=900
 export ZC_LIBZC_TIMEOUT=$((per_test * 5 / 2))
-echo "INFO guest: $(uname -r), flavour $flavour, mode $mode"
+echo "INFO guest: $(uname -r), flavour $flavour, mode $mode, accel $accel, $(nproc) CPU(s)"
 
 pass=0
 fail=0
@@ -60,6 +67,11 @@ if [ "$mode" = ipc ]; then
 	/libzc/ipc > /tmp/out 2>&1
 	grep '^IPC' /tmp/out
 	count ipc 0
+elif [ "$mode" = bench ]; then
+	/bench/run "$accel" > /tmp/out 2>&1
+	rc=$?
+	grep -E '^(IPC|BENCH)' /tmp/out
+	count bench $rc
 else
 	for t in /tests/*; do
 		name=${t##*/}

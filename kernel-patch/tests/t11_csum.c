@@ -7,6 +7,8 @@
  * between sends, the writer's own pages recycled and refilled) must be
  * summed afresh: every byte is verified by the receiver, and a stale sum
  * would show as InCsumErrors, drops and retransmits in /proc/net/snmp.
+ * Memory pressure must make the cache's shrinker give its entries back,
+ * and /sys/kernel/zc/csum_cache 0 must switch the cache off.
  */
 #include "cs.h"
 #include "netns.h"
@@ -14,18 +16,6 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-
-#ifndef F_ADD_SEALS
-#define F_ADD_SEALS	1033
-#endif
-#ifndef F_SEAL_SHRINK
-#define F_SEAL_SHRINK	0x0002
-#define F_SEAL_GROW	0x0004
-#define F_SEAL_WRITE	0x0008
-#endif
-#ifndef MFD_ALLOW_SEALING
-#define MFD_ALLOW_SEALING 2U
-#endif
 
 #define SIZE		(256 * 1024)	/* bytes per send */
 #define PORT		7711
@@ -45,18 +35,6 @@ static void cnt_read(struct cnt *c)
 	c->inval = sysfs_ll("/sys/kernel/zc/csum_invalidations");
 }
 
-static int sysfs_write(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	int ok;
-
-	if (fd < 0)
-		return -1;
-	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
-	close(fd);
-	return ok ? 0 : -1;
-}
-
 /* ------------------------------------------------------------- data */
 
 static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n)
@@ -68,15 +46,7 @@ static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n)
 
 #define FNV0 0xcbf29ce484222325ULL
 
-static void fill(unsigned char *p, size_t n, unsigned seed)
-{
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < n; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (unsigned char)(x >> 16);
-	}
-}
+#define MAXC 64		/* containers per cs_read */
 
 static unsigned char buf[SIZE];
 
@@ -185,30 +155,64 @@ static int send_check(int n, const int *cids, uint64_t hash, long long len,
 	return 1;
 }
 
-/* Containers with the file's first SIZE bytes (page-cache pages). */
-static int read_file(int fd, int *cids, int max)
+/* Containers with the file's first size bytes (page-cache pages). */
+static int read_file_n(int fd, int *cids, int max, int size)
 {
 	cs_args args = { cids, NULL, NULL, NULL, NULL };
 
 	if (lseek(fd, 0, SEEK_SET) != 0)
 		return -1;
-	return cs_read(fd, SIZE, max, &args, 0);
+	return cs_read(fd, size, max, &args, 0);
 }
 
-static int sealed_memfd(unsigned seed, uint64_t *hash)
+static int read_file(int fd, int *cids, int max)
+{
+	return read_file_n(fd, cids, max, SIZE);
+}
+
+/* A memfd of chunks * SIZE bytes from seed.., sealed against changes. */
+static int sealed_memfd_n(unsigned seed, int chunks, uint64_t *hash)
 {
 	int fd = memfd_create("t11", MFD_ALLOW_SEALING);
 
 	if (fd < 0)
 		return -1;
-	fill(buf, SIZE, seed);
-	*hash = fnv(FNV0, buf, SIZE);
-	if (write(fd, buf, SIZE) != SIZE ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)) {
+	*hash = FNV0;
+	for (int i = 0; i < chunks; i++) {
+		fill_seeded(buf, SIZE, seed + (unsigned)i);
+		*hash = fnv(*hash, buf, SIZE);
+		if (write(fd, buf, SIZE) != SIZE) {
+			close(fd);
+			return -1;
+		}
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+static int sealed_memfd(unsigned seed, uint64_t *hash)
+{
+	return sealed_memfd_n(seed, 1, hash);
+}
+
+/* Send the first size bytes of fd once; 1 if the receiver got them. */
+static int send_file(int fd, int size, uint64_t hash, struct cnt *c0,
+		     struct cnt *c1, char *why, size_t whylen)
+{
+	int cids[MAXC], n;
+
+	cnt_read(c0);
+	n = read_file_n(fd, cids, MAXC, size);
+	if (n <= 0) {
+		snprintf(why, whylen, "cs_read: %s", strerror(errno));
+		return 0;
+	}
+	n = send_check(n, cids, hash, size, why, whylen);
+	cnt_read(c1);
+	return n;
 }
 
 static void on_alarm(int sig)
@@ -218,8 +222,6 @@ static void on_alarm(int sig)
 	fflush(stdout);
 	_exit(1);
 }
-
-#define MAXC 64
 
 int main(void)
 {
@@ -355,7 +357,7 @@ int main(void)
 	for (i = 0; fd >= 0 && i < 3; i++) {
 		char name[64];
 
-		fill(buf, SIZE, 10 + i);
+		fill_seeded(buf, SIZE, 10 + i);
 		hash = fnv(FNV0, buf, SIZE);
 		ok = pwrite(fd, buf, SIZE, 0) == SIZE;
 		n = ok ? read_file(fd, cids, MAXC) : -1;
@@ -391,7 +393,7 @@ int main(void)
 			cids[k] = cs_alloc(SIZE / 16, &p, CS_MAPNOW);
 			ok = cids[k] >= 0;
 			if (ok) {
-				fill(p, SIZE / 16, 100 + i * 16 + k);
+				fill_seeded(p, SIZE / 16, 100 + i * 16 + k);
 				hash = fnv(hash, p, SIZE / 16);
 			}
 		}
@@ -408,7 +410,79 @@ int main(void)
 	      c1.inval - c0.inval);
 
 	/*
-	 * 5. A cs_write that gives nothing away (EPIPE before the first
+	 * 5. The shrinker.  A 2 MiB sealed memfd (512 pages) sent once into
+	 * an empty table registers most of its pages (the table is
+	 * direct-mapped: a few collide); memory pressure -- drop_caches 2
+	 * runs every shrinker -- must give most of the entries back, counted
+	 * in csum_shrunk.  The same bytes sent twice more must arrive intact,
+	 * the second time with most sums from the refilled cache.
+	 */
+	{
+		long long before, after, shrunk0, shrunk1;
+		int big = 8 * SIZE;
+
+		fd = sealed_memfd_n(20, 8, &hash);
+		ok = fd >= 0 && sysfs_write("/sys/kernel/zc/csum_entries", "0") == 0;
+		ok = ok && send_file(fd, big, hash, &c0, &c1, why, sizeof(why));
+		CHECK("csum-shrink-fill", ok, "%s", fd >= 0 ? why : "memfd");
+		before = sysfs_ll("/sys/kernel/zc/csum_entries");
+		shrunk0 = sysfs_ll("/sys/kernel/zc/csum_shrunk");
+		CHECK("csum-shrink-filled", before >= big / 4096 / 2,
+		      "%lld entries after sending %d pages", before, big / 4096);
+		ok = sysfs_write("/proc/sys/vm/drop_caches", "2") == 0;
+		after = sysfs_ll("/sys/kernel/zc/csum_entries");
+		shrunk1 = sysfs_ll("/sys/kernel/zc/csum_shrunk");
+		info("shrinker: %lld entries, after drop_caches %lld, "
+		     "csum_shrunk +%lld", before, after, shrunk1 - shrunk0);
+		CHECK("csum-shrink-dropped", ok && after < before / 4 &&
+		      shrunk1 - shrunk0 >= before - after,
+		      "entries %lld -> %lld, csum_shrunk +%lld (drop_caches %s)",
+		      before, after, shrunk1 - shrunk0, ok ? "ok" : "failed");
+		ok = fd >= 0 && send_file(fd, big, hash, &c0, &c1, why, sizeof(why));
+		CHECK("csum-shrink-resend-1", ok, "%s", why);
+		ok = fd >= 0 && send_file(fd, big, hash, &c0, &c1, why, sizeof(why));
+		CHECK("csum-shrink-resend-2", ok, "%s", why);
+		CHECK("csum-shrink-refilled", c1.cached - c0.cached >= big / 2,
+		      "second send after the shrink took %lld of %d bytes "
+		      "from the cache", c1.cached - c0.cached, big);
+
+		/*
+		 * 6. The switch: with csum_cache 0 the table is empty and
+		 * stays so, and nothing comes from it; back at 1 the
+		 * repeats hit again.
+		 */
+		ok = sysfs_write("/sys/kernel/zc/csum_cache", "0") == 0 &&
+		     sysfs_ll("/sys/kernel/zc/csum_cache") == 0 &&
+		     sysfs_ll("/sys/kernel/zc/csum_entries") == 0;
+		CHECK("csum-off", ok, "csum_cache 0: cache %lld, entries %lld",
+		      sysfs_ll("/sys/kernel/zc/csum_cache"),
+		      sysfs_ll("/sys/kernel/zc/csum_entries"));
+		for (i = 0; i < 2; i++) {
+			ok = fd >= 0 &&
+			     send_file(fd, big, hash, &c0, &c1, why, sizeof(why));
+			CHECK(i ? "csum-off-send-2" : "csum-off-send-1", ok,
+			      "%s", why);
+		}
+		CHECK("csum-off-not-cached", c1.cached == c0.cached &&
+		      c1.computed - c0.computed >= big &&
+		      sysfs_ll("/sys/kernel/zc/csum_entries") == 0,
+		      "cache off: computed %lld cached %lld, %lld entries",
+		      c1.computed - c0.computed, c1.cached - c0.cached,
+		      sysfs_ll("/sys/kernel/zc/csum_entries"));
+		ok = sysfs_write("/sys/kernel/zc/csum_cache", "1") == 0 &&
+		     sysfs_ll("/sys/kernel/zc/csum_cache") == 1;
+		for (i = 0; ok && i < 2; i++)
+			ok = fd >= 0 &&
+			     send_file(fd, big, hash, &c0, &c1, why, sizeof(why));
+		CHECK("csum-on-again", ok && c1.cached - c0.cached >= big / 2,
+		      "cache back on: %s, second send cached %lld of %d",
+		      ok ? "sent" : why, c1.cached - c0.cached, big);
+		if (fd >= 0)
+			close(fd);
+	}
+
+	/*
+	 * 7. A cs_write that gives nothing away (EPIPE before the first
 	 * byte): its first page was registered, goes back to its container
 	 * and is writable again, so its entry must end.  The empty
 	 * connection also stops the receiver.
@@ -421,7 +495,7 @@ int main(void)
 		cnt_read(&c0);
 		id = cs_alloc(4 * 4096, &p, CS_MAPNOW);
 		if (id >= 0)
-			fill(p, 4 * 4096, 7);
+			fill_seeded(p, 4 * 4096, 7);
 		ok = s >= 0 && id >= 0 && shutdown(s, SHUT_WR) == 0;
 		errno = 0;
 		if (ok)

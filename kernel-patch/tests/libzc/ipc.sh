@@ -3,9 +3,11 @@
 # backends and both transports.  For each pair: one zcbench-ipc run of
 # cases (b)-(e) interleaved (the ratios against (b)), then each cs case once
 # more alone, with the kernel's counters of bytes moved by reference and by
-# copy read around it.  TCG timings are only indicative.
+# copy read around it, for each block (message) size in ZC_IPC_BLOCKS.
+# TCG timings are only indicative.
 bytes=${ZC_IPC_BYTES:-256M}
 runs=${ZC_IPC_RUNS:-5}
+blocks=${ZC_IPC_BLOCKS:-128K}
 zc=/sys/kernel/zc
 
 counters() {
@@ -20,14 +22,15 @@ bench() {
 		unset ZC_BACKEND
 	fi
 	/libzc/bin/zcbench-ipc --bytes "$bytes" --runs "$4" --cases "$3" \
-		--transport "$2" --json > /tmp/ipc.json 2> /tmp/ipc.err
+		--transport "$2" --block "$block" --json > /tmp/ipc.json 2> /tmp/ipc.err
 	rc=$?
 	unset ZC_BACKEND
 	[ "$rc" -eq 0 ] || sed 's/^/INFO   /' /tmp/ipc.err
 	return $rc
 }
 
-echo "INFO ipc: $bytes per case and run, $runs runs, $(nproc) CPU(s)"
+echo "INFO ipc: $bytes per case and run, $runs runs, blocks $blocks, $(nproc) CPU(s)"
+for block in $blocks; do
 for backend in portable kernel; do
 	for transport in channel pipe; do
 		bench $backend $transport b,c,d,e "$runs"
@@ -35,9 +38,9 @@ for backend in portable kernel; do
 		echo "IPC-RATIOS backend=$backend transport=$transport rc=$rc" \
 		     "$(cat /tmp/ipc.json)"
 		if [ "$rc" -eq 0 ]; then
-			echo "PASS ipc-$backend-$transport"
+			echo "PASS ipc-$backend-$transport-$block"
 		else
-			echo "FAIL ipc-$backend-$transport: zcbench-ipc exit $rc"
+			echo "FAIL ipc-$backend-$transport-$block: zcbench-ipc exit $rc"
 		fi
 		for c in c d e; do
 			set -- $(counters)
@@ -45,8 +48,9 @@ for backend in portable kernel; do
 			rc=$?
 			set -- "$@" $(counters)
 			echo "IPC-COUNTERS backend=$backend transport=$transport" \
-			     "case=$c rc=$rc by_reference=$(( $3 - $1 ))" \
+			     "block=$block case=$c rc=$rc by_reference=$(( $3 - $1 ))" \
 			     "copied=$(( $4 - $2 ))"
 		done
 	done
+done
 done
