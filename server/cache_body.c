@@ -219,8 +219,9 @@ void cache_load_end(struct cache *c, struct cache_entry *e, int err)
 		atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
 	}
 	cache_unlock(c);
-	/* --page-cache policy: the arena holds it now, once. */
+	/* --page-cache policy: the arena holds it now, once.  The socket
+	 * that sent its first answer may still hold some of the file's
+	 * pages: page_drop tries again for those. */
 	if (!err && z->cfg.owns_pages && cache_file(c, e))
-		posix_fadvise(zc_file_fd(cache_file(c, e)), 0, 0,
-			      POSIX_FADV_DONTNEED);
+		page_drop(&c->drops, cache_file(c, e), c->now_ms);
 }

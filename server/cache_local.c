@@ -80,11 +80,14 @@ void cache_set_file(struct cache *c, struct cache_entry *e, zc_file *f)
 		cache_local_clear(c, l);
 		l->gen = e->gen;
 	}
+	/* Room first (an eighth goes, round the clock): swept after it is
+	 * set, the descriptor the caller is about to send from could be the
+	 * one that goes. */
+	if (c->nfiles + 1 > c->max_files)
+		cache_sweep(c, UINT32_MAX, c->max_files - c->max_files / 8, false);
 	l->file = f;
 	c->nfiles++;
 	cache_local_hold(c, s);
-	if (c->nfiles > c->max_files)	/* an eighth goes, round the clock */
-		cache_sweep(c, UINT32_MAX, c->max_files - c->max_files / 8, false);
 }
 
 zc_file *cache_file(struct cache *c, struct cache_entry *e)

@@ -31,6 +31,7 @@
 #include "http_parser.h"
 #include "cache.h"
 #include "diskio.h"
+#include "errlog.h"
 #include "handlers.h"
 #include "respond.h"
 #include "static_open.h"
@@ -454,8 +455,14 @@ static zh_answer serve_entry(struct zh_request *r, struct cache_entry *e,
 	if (failed)
 		return zh_status(failed);
 	if (!r->head_only && len) {
-		if (cache_append_body(r->w->cache, e, out, start, len))
+		int err = cache_append_body(r->w->cache, e, out, start, len);
+
+		if (err) {
+			/* The head is queued: the response is cut. */
+			zh_log(ZL_ERROR, "%s: body unavailable after its head "
+			       "(%s): response cut", e->fs_path, strerror(-err));
 			return zh_status(503);
+		}
 		/* The response uses it: the request keeps our reference
 		 * (request.h) until it is pinned for the send. */
 		r->entry = e;

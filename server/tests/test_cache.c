@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -300,6 +301,48 @@ static void test_copy_or_sendfile_by_size(void **state)
 	cache_zone_unmap(z);
 }
 
+/*
+ * A worker holds at most max_files descriptors (half its RLIMIT_NOFILE)
+ * and sweeps an eighth when it passes that.  The descriptor it has just
+ * opened for the request it is answering must survive that sweep: a
+ * replay of 50,000 requests lost one response in a few runs, its head
+ * sent and its body gone with the swept descriptor.
+ */
+static struct rlimit nofile_before;
+
+static int restore_nofile(void **state)
+{
+	(void)state;
+	return setrlimit(RLIMIT_NOFILE, &nofile_before);
+}
+
+static void test_new_descriptor_survives_the_sweep(void **state)
+{
+	struct rlimit low;
+	struct cache_zone *z = zone(4 << 20, 1);
+	struct cache *c;
+
+	(void)state;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &nofile_before), 0);
+	low = nofile_before;
+	low.rlim_cur = 48;		/* max_files 24, fewer than NFILES */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	assert_int_equal(cache_attach(z, 0, &c), 0);
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < NFILES; i++) {
+			struct cache_entry *e = get(c, i, NULL);
+
+			assert_true(have_fd(c, e, i));
+			if (!cache_file(c, e))
+				fail_msg("round %d, file %d: the descriptor "
+					 "just adopted was swept", round, i);
+			check_body(c, e, i);
+			cache_put(c, e);
+		}
+	cache_detach(c);
+	cache_zone_unmap(z);
+}
+
 /* An entry evicted while a response uses it keeps its bytes until the last
  * pin goes; then its slot and arena pages come back. */
 static void test_pinned_body_outlives_eviction(void **state)
@@ -556,6 +599,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_miss_then_hit_loads_the_body),
 		cmocka_unit_test(test_copy_or_sendfile_by_size),
+		cmocka_unit_test_teardown(test_new_descriptor_survives_the_sweep,
+					  restore_nofile),
 		cmocka_unit_test(test_pinned_body_outlives_eviction),
 		cmocka_unit_test(test_workers_share_one_copy),
 		cmocka_unit_test(test_death_holding_the_lock_rebuilds),
