@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "access_log.h"
+#include "http_lex.h"
 
 #define LOG_BUF (64u << 10)
 #define LOG_LINE_MAX 4096	/* fields are cut to keep lines bounded */
@@ -124,13 +125,9 @@ static void put(struct line *o, const char *s, size_t n)
 
 static void put_dec(struct line *o, uint64_t v)
 {
-	char d[20];
-	size_t i = sizeof(d);
+	char d[HTTP_DEC_MAX], *p = http_dec(d, v);
 
-	do
-		d[--i] = (char)('0' + v % 10);
-	while (v /= 10);
-	put(o, d + i, sizeof(d) - i);
+	put(o, p, (size_t)(d + sizeof(d) - p));
 }
 
 /* s escaped, at most max bytes of input; "-" for none. */

@@ -28,6 +28,7 @@
 #include "fcgi_batch.h"
 #include "fcgi_params.h"
 #include "fcgi_proto.h"
+#include "http_lex.h"
 
 #define NAME_MAX_LEN 256	/* "HTTP_" + a header name */
 
@@ -73,22 +74,9 @@ static void puts_(struct block *b, const char *name, const char *v,
 	put(b, name, strlen(name), v, vlen);
 }
 
-/* v in decimal at the end of buf[0..24): its first digit (a parameter
- * per request is formatted here: no printf). */
-static char *decimal(char buf[24], unsigned long long v)
-{
-	char *p = buf + 24;
-
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return p;
-}
-
 static void put_num(struct block *b, const char *name, unsigned long long v)
 {
-	char num[24], *d = decimal(num, v);
+	char num[HTTP_DEC_MAX], *d = http_dec(num, v);
 
 	puts_(b, name, d, (size_t)(num + sizeof(num) - d));
 }
@@ -100,7 +88,7 @@ static void ipv4_text(const struct in_addr *a, char out[INET_ADDRSTRLEN])
 	char *p = out;
 
 	for (int i = 0; i < 4; i++) {
-		char num[24], *d = decimal(num, o[i]);
+		char num[HTTP_DEC_MAX], *d = http_dec(num, o[i]);
 		size_t n = (size_t)(num + sizeof(num) - d);
 
 		memcpy(p, d, n);

@@ -29,6 +29,20 @@ static inline int http_is_ows(char c)
 	return c == ' ' || c == '\t';
 }
 
+/* v in decimal, written backwards into buf[0..HTTP_DEC_MAX): its first
+ * digit (the digits run to the end of buf).  Heads, logs and CGI
+ * parameters format numbers per request: no printf. */
+#define HTTP_DEC_MAX 20
+static inline char *http_dec(char buf[HTTP_DEC_MAX], uint64_t v)
+{
+	char *p = buf + HTTP_DEC_MAX;
+
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	return p;
+}
+
 static inline unsigned char http_lower(unsigned char c)
 {
 	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
