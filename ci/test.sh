@@ -233,7 +233,7 @@ ZCHTTPD=$PWD/build-asan/server/zchttpd ZCHTTPD_EVENT=io_uring \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	run_bats_suite bats-uring-asan asan tests/zchttpd.bats tests/precompressed.bats tests/tls.bats tests/fastcgi.bats tests/fastcgi_apps.bats tests/vhost.bats tests/cache_shared.bats tests/h2.bats
 # zctee once more with ASan+UBSan.
-ZCTEE=$PWD/build-asan/libzc/preload/zctee ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+ZCTEE=$PWD/build-asan/preload/zctee ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	run_bats_suite bats-zctee-asan asan tests/zctee.bats
 run_pytest_suite
 run_kernel_suite

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The unified cache is one for all of zchttpd's workers (server/cache.h):
+# The unified cache is one for all of zchttpd's workers (server/cache/cache.h):
 # each body held once whatever the number of workers, and sound when
 # workers are killed at any moment under load.
 

@@ -38,7 +38,7 @@ setup() {
 		[[ "$page" == *"$opt"* ]] || { echo "zchttpd.8 lacks $opt"; false; }
 	done
 	page=$(MANWIDTH=200 man -l "$ROOTP/share/man/man1/zcrun.1" 2>/dev/null)
-	for opt in $("$BATS_TEST_DIRNAME/../build/libzc/preload/zcrun" --help 2>&1 | grep -oE -- '--[a-z-]+' | sort -u); do
+	for opt in $("$BATS_TEST_DIRNAME/../build/preload/zcrun" --help 2>&1 | grep -oE -- '--[a-z-]+' | sort -u); do
 		[[ "$page" == *"$opt"* ]] || { echo "zcrun.1 lacks $opt"; false; }
 	done
 }

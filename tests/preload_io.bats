@@ -15,7 +15,7 @@
 # must give the same transcript too.
 # The same program is also run built with musl and with ASan+UBSan.
 #
-# The preload comes from $ZC_PRELOAD_SO or build/libzc/preload/; zcrun from
+# The preload comes from $ZC_PRELOAD_SO or build/preload/; zcrun from
 # beside it.  No timings are asserted.
 
 load helpers/leftovers
@@ -27,7 +27,7 @@ teardown_file() {
 
 setup_file() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
-	export PRELOAD="${ZC_PRELOAD_SO:-$ROOT/build/libzc/preload/libzc-preload.so}"
+	export PRELOAD="${ZC_PRELOAD_SO:-$ROOT/build/preload/libzc-preload.so}"
 	export ZCRUN="$(dirname "$PRELOAD")/zcrun"
 	export D="$BATS_FILE_TMPDIR"
 	export PROG="$D/io_prog"
@@ -327,7 +327,7 @@ guard_run() {
 @test "UBSan build of the preload (build-asan flavour) under the same edge cases" {
 	# ci/test.sh builds build-asan before the bats suites; locally point
 	# ZC_PRELOAD_UBSAN_SO at any UBSan-flavour build of the library.
-	local so="${ZC_PRELOAD_UBSAN_SO:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)/build-asan/libzc/preload/libzc-preload.so}"
+	local so="${ZC_PRELOAD_UBSAN_SO:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)/build-asan/preload/libzc-preload.so}"
 	[ -f "$so" ] || { echo "# no UBSan preload at $so"; return 1; }
 	readelf -d "$so" | grep -q 'libubsan' || { echo "# $so is not built with UBSan"; return 1; }
 	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Self-scaling pipes (libzc/preload/pipes.c, docs/preload.md "pipe"): a
+# Self-scaling pipes (preload/pipes.c, docs/preload.md "pipe"): a
 # pipeline under zcrun bursts (the pipe grows), goes quiet, trickles, and
 # the pipe's size (F_GETPIPE_SZ, asked by the writer of its own stdout)
 # falls back to 64 KiB; every byte arrives, in order.  Two ways down: a
@@ -7,7 +7,7 @@
 # pressure rule, halving).  Without the preload the pipe never changes
 # size, which shows the test measures the preload and not the kernel.
 #
-# The preload comes from $ZC_PRELOAD_SO or build/libzc/preload/; zcrun from
+# The preload comes from $ZC_PRELOAD_SO or build/preload/; zcrun from
 # beside it.
 
 load helpers/leftovers
@@ -19,7 +19,7 @@ teardown_file() {
 
 setup_file() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
-	export PRELOAD="${ZC_PRELOAD_SO:-$ROOT/build/libzc/preload/libzc-preload.so}"
+	export PRELOAD="${ZC_PRELOAD_SO:-$ROOT/build/preload/libzc-preload.so}"
 	export ZCRUN="$(dirname "$PRELOAD")/zcrun"
 	export BURST="$ROOT/tests/helpers/pipeburst.py"
 	python3 "$BURST" expect | sha256sum > "$BATS_FILE_TMPDIR/expect.sha"

@@ -16,7 +16,7 @@
 # threads on one pipe, a file truncated under mmap+write, a program's own
 # SIGSEGV handler, exec following.  No timings.
 #
-# The preload comes from $ZC_PRELOAD_SO or build/libzc/preload/; zcrun from
+# The preload comes from $ZC_PRELOAD_SO or build/preload/; zcrun from
 # $ZC_ZCRUN or beside the preload.  tests/preload_programs/ has the
 # plumbing helper (run_io.py), small real-program helpers, the Apache check
 # (apache_check.py) and the Python test-suite comparison (python_suite.py);
@@ -32,7 +32,7 @@ teardown_file() {
 setup_file() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 	export ROOT
-	export PRELOAD="${ZC_PRELOAD_SO:-$ROOT/build/libzc/preload/libzc-preload.so}"
+	export PRELOAD="${ZC_PRELOAD_SO:-$ROOT/build/preload/libzc-preload.so}"
 	export ZCRUN="${ZC_ZCRUN:-$(dirname "$PRELOAD")/zcrun}"
 	export PY3=/usr/bin/python3   # Debian's: dynamically linked, glibc stdio
 	export RUN_IO="$ROOT/tests/preload_programs/run_io.py"
@@ -308,7 +308,7 @@ print(n)'" || return 1
 }
 
 # forward: the preload observes read-then-write of the same buffer and, by
-# design (libzc/preload/forward.c, docs/preload.md), passes every such call
+# design (preload/forward.c, docs/preload.md), passes every such call
 # through.  What is asserted: the calls were seen, and each seen call is
 # accounted for (converted or passed with a reason).
 seen_all_accounted() { # CONV MODE [--exe NAME]

@@ -3,7 +3,7 @@
 # program run with and without the preload on random inputs of many sizes;
 # stdout (sha256), stderr and exit status must be identical.  No timings.
 #
-# The preload comes from the normal build (build/libzc/preload/), or from
+# The preload comes from the normal build (build/preload/), or from
 # $ZC_PRELOAD_SO.  The C test program is built here with cc.
 
 load helpers/leftovers
@@ -15,7 +15,7 @@ teardown_file() {
 
 setup_file() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
-	export PRELOAD="${ZC_PRELOAD_SO:-$ROOT/build/libzc/preload/libzc-preload.so}"
+	export PRELOAD="${ZC_PRELOAD_SO:-$ROOT/build/preload/libzc-preload.so}"
 	export DATA="$BATS_FILE_TMPDIR/data"
 	export PROG="$BATS_FILE_TMPDIR/stdio_prog"
 	mkdir -p "$DATA"

@@ -5,7 +5,7 @@
 # readers with and without -p/--output-error; and strace proving the
 # pipe-to-pipe path moves the data with splice/tee, never read/write.
 #
-# The binary comes from $ZCTEE or build/libzc/preload/zctee (ci/test.sh
+# The binary comes from $ZCTEE or build/preload/zctee (ci/test.sh
 # runs this file again with the ASan+UBSan build).  No timings asserted.
 
 load helpers/leftovers
@@ -17,7 +17,7 @@ teardown_file() {
 
 setup_file() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
-	export ZCTEE="${ZCTEE:-$ROOT/build/libzc/preload/zctee}"
+	export ZCTEE="${ZCTEE:-$ROOT/build/preload/zctee}"
 	export D="$BATS_FILE_TMPDIR"
 	head -c 6000011 /dev/urandom > "$D/in"
 	export SUM

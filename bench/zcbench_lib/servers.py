@@ -15,7 +15,7 @@ process group, and gets the same number of workers:
            the reference "server" (bench/floor/zcfloor.c): accept4, one
            recv, one send of a canned response read from DIR at start
   zchttpd-uring, floor-uring
-           the same two with --event io_uring (server/event_uring.c,
+           the same two with --event io_uring (server/event/event_uring.c,
            bench/floor/floor_uring.c)
   zchttpd-tls, nginx-tls
            HTTPS on the measured port (TLS 1.2/1.3, a self-signed P-256

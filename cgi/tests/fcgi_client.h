@@ -2,7 +2,7 @@
  * fcgi_client.h - a FastCGI client for tests: it plays the web server
  * towards an application, over a UNIX socket with the standard protocol
  * or over a libzc channel (the zero-copy transport, docs/fastcgi.md).
- * Records are built and parsed with server/fcgi_proto.h.
+ * Records are built and parsed with zchttp/fcgi_proto.h.
  */
 #ifndef ZC_FCGI_CLIENT_H
 #define ZC_FCGI_CLIENT_H

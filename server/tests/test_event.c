@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../event.h"
-#include "../event_ring.h"
+#include "event.h"
+#include "event_ring.h"
 
 struct probe {
 	struct ev_timer t;

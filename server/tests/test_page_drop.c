@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../page_drop.h"
+#include "page_drop.h"
 
 #define FILE_SIZE (64 << 10)
 

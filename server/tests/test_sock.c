@@ -22,9 +22,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../event.h"
-#include "../event_ring.h"
-#include "../sock.h"
+#include "event.h"
+#include "event_ring.h"
+#include "sock.h"
 
 #define STREAM (256u << 10)
 

@@ -82,7 +82,7 @@ def serve(docroot, workdir, names, sizes, prefix=(), env_extra=None):
 def main():
     data = sys.argv[1]
     zcrun = os.environ.get("ZCRUN") or os.path.join(
-        os.path.dirname(os.environ.get("PRELOAD", os.path.join(ROOT, "build/libzc/preload/x"))), "zcrun")
+        os.path.dirname(os.environ.get("PRELOAD", os.path.join(ROOT, "build/preload/x"))), "zcrun")
     problems = []
     tmp = tempfile.mkdtemp(prefix="zc-apache-check-")
     try:

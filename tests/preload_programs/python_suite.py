@@ -100,7 +100,7 @@ def main():
     p.add_argument("--tests", help="comma-separated test modules instead of the lists")
     p.add_argument("--out", help="keep logs and JUnit XML here (default: a temp dir, removed)")
     p.add_argument("--preload", default=os.environ.get("ZC_PRELOAD_SO") or
-                   os.path.join(ROOT, "build/libzc/preload/libzc-preload.so"))
+                   os.path.join(ROOT, "build/preload/libzc-preload.so"))
     p.add_argument("--enable", default="", help="ZC_ENABLE of the preloaded run (opt-in cases)")
     p.add_argument("--timeout", type=int, default=600, help="regrtest's per-test timeout (s)")
     a = p.parse_args()

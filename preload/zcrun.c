@@ -20,7 +20,7 @@
  * depend on glibc (pipe, mapwrite); stdio passes through.
  *
  * The preload is found next to zcrun (the build tree: both are built into
- * <builddir>/libzc/preload/) or at its installed path.
+ * <builddir>/preload/) or at its installed path.
  */
 #define _GNU_SOURCE
 #include <elf.h>

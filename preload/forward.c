@@ -7,7 +7,7 @@
  * thread, not a signal handler, not the kernel on behalf of some other
  * call.  We built and measured the mechanisms that give such a proof
  * (docs/preload.md, "forward"; the prototype is
- * libzc/preload/experiments/forward_wp.c):
+ * preload/experiments/forward_wp.c):
  *
  *   - mprotect + a chained SIGSEGV handler sees the program's own stores,
  *     but a kernel store into the protected buffer (a read(), recv() or

@@ -1,6 +1,6 @@
 /*
  * forward_wp.c - the experiment behind the forward conversion's verdict
- * (libzc/preload/forward.c, docs/preload.md "forward").
+ * (preload/forward.c, docs/preload.md "forward").
  *
  *   forward_wp MODE BLOCK FILE > pipe
  *

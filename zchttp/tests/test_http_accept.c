@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../http_accept.h"
+#include "http_accept.h"
 
 static struct http_codings parse(const char *s)
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# server/fuzz/run-fuzz.sh [SECONDS] [TARGET...] - fuzz the protocol code
-# of zchttp with libFuzzer, and fold what is new into the corpus.
+# fuzz/run-fuzz.sh [SECONDS] [TARGET...] - fuzz the protocol library
+# zchttp and the socket layer's input assembly with libFuzzer, and fold what is new into the corpus.
 #
 #   SECONDS   per target, default 60 (targets run one after the other)
 #   TARGET    http_parser (request heads), uri (path normalizer), fcgi
@@ -12,13 +12,13 @@
 # Builds build-fuzz/fuzz_<target> with clang -fsanitize=fuzzer,address,
 # undefined (Debian: clang + libclang-rt-14-dev, which ci/deps.sh installs),
 # fuzzes each target for SECONDS into a scratch directory seeded from
-# server/fuzz/corpus/<target>/, then rebuilds the corpus as the minimal
+# fuzz/corpus/<target>/, then rebuilds the corpus as the minimal
 # set of inputs (old and new) that keeps all coverage (-merge=1), so the
 # committed corpus stays small.  Crashes land in build-fuzz/artifacts/;
 # the script exits non-zero when there is one.  The corpus is replayed by
 # `meson test` (fuzz-regress-*) in every build.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 secs=${1:-60}
 shift || true
@@ -33,15 +33,15 @@ if ! "$CC" --version 2>/dev/null | grep -q clang; then
 	exit 2
 fi
 cflags=(-g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined
-	-fno-sanitize-recover=undefined -fno-omit-frame-pointer -Iserver)
-lib=(server/http_parser.c server/http_range.c server/http_date.c server/uri.c
-	server/fcgi_proto.c server/http_chunked.c server/http_accept.c
-	server/http_host.c server/sock_in.c)
+	-fno-sanitize-recover=undefined -fno-omit-frame-pointer -Izchttp -Iserver/net)
+lib=(zchttp/http_parser.c zchttp/http_range.c zchttp/http_date.c zchttp/uri.c
+	zchttp/fcgi_proto.c zchttp/http_chunked.c zchttp/http_accept.c
+	zchttp/http_host.c server/net/sock_in.c)
 
 status=0
 for t in "${targets[@]}"; do
-	src=server/fuzz/fuzz_$t.c
-	corpus=server/fuzz/corpus/$t
+	src=fuzz/fuzz_$t.c
+	corpus=fuzz/corpus/$t
 	[ -f "$src" ] || { echo "no such target: $t" >&2; exit 2; }
 	echo "== $t: build"
 	"$CC" "${cflags[@]}" "$src" "${lib[@]}" -o "$out/fuzz_$t"
@@ -50,7 +50,7 @@ for t in "${targets[@]}"; do
 	rm -rf "$work"
 	mkdir -p "$work" "$corpus"
 	dict=()
-	[ -f "server/fuzz/$t.dict" ] && dict=(-dict="server/fuzz/$t.dict")
+	[ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
 
 	echo "== $t: fuzz ${secs}s"
 	set +e
