@@ -111,7 +111,6 @@ struct h2_stream {
 	zc_agg *out;
 	char *head;			/* head_local or malloc'ed */
 	size_t head_len;
-	char head_local[RESP_HEAD_MAX];
 	uint64_t framed;		/* body bytes put into DATA frames */
 	bool routed;			/* its head was complete and routed */
 	bool active;			/* a handler has it (request_wait) */
@@ -124,7 +123,17 @@ struct h2_stream {
 					 * END_STREAM) is made */
 	bool pin_reserved;		/* room for its pin in h->out */
 	struct cache_entry *pinned;	/* its body's entry, pinned */
+
+	/* Last, so that a stream is cleared up to here only (h2_stream.c):
+	 * a handler writes a head before it is read. */
+	char head_local[RESP_HEAD_MAX];
 };
+
+/* Closed streams a connection keeps for its next ones, with their text
+ * and fields (when small) and aggregate: a stream then costs no
+ * allocation.  Kept while the connection lasts, idle too: a client's
+ * streams come in waves, and the connection is idle between them. */
+#define H2_SPARE_STREAMS 8
 
 /* ------------------------------------------------------------ connection */
 
@@ -143,6 +152,8 @@ struct h2_conn {
 							 * something to do */
 	struct h2_stream *streams;	/* every stream we know */
 	unsigned nstreams;
+	struct h2_stream *spare;	/* closed ones to reuse (by next) */
+	unsigned nspare;
 	bool tls;
 	bool in_run;			/* run() is on the stack */
 	bool closing;			/* close when run() returns */
@@ -189,8 +200,10 @@ void h2_stream_body_end(struct h2_stream *s);
 /* Act on a stream's news (run() calls it for each). */
 void h2_stream_settle(struct h2_stream *s);
 /* nghttp2 closed the stream (or the connection goes): its handler is
- * aborted if it still has it, and it is freed. */
+ * aborted if it still has it, and it is freed or kept for reuse. */
 void h2_stream_close(struct h2_stream *s);
+/* The streams kept for reuse go (an idle connection, or its end). */
+void h2_stream_free_spares(struct h2_conn *h);
 
 /* h2_head.c: the HTTP/1.1 head at the start of text[0..len) (status
  * line, fields, empty line; *head_len its length) as HTTP/2 fields in nv

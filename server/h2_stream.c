@@ -56,14 +56,38 @@ static const struct { const char *s; size_t len; } pseudo_names[H2P_N] = {
 
 /* ------------------------------------------------------------ life */
 
+/* What a kept stream may hold for reuse: more goes with it. */
+#define SPARE_TEXT_MAX 4096u
+#define SPARE_FIELDS_MAX 64u
+
 struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id)
 {
-	struct h2_stream *s = calloc(1, sizeof(*s));
+	struct h2_stream *s = h->spare;
+	struct http_header *fields = NULL;
+	unsigned fields_cap = 0;
+	char *text = NULL;
+	size_t text_cap = 0;
+	zc_agg *out = NULL;
 
-	if (!s || zc_agg_create(&s->out)) {
+	if (s) {
+		h->spare = s->next;
+		h->nspare--;
+		fields = s->fields;
+		fields_cap = s->fields_cap;
+		text = s->text;
+		text_cap = s->text_cap;
+		out = s->out;		/* empty */
+	} else if (!(s = malloc(sizeof(*s))) || zc_agg_create(&out)) {
 		free(s);
 		return NULL;
 	}
+	/* head_local, last, is written before it is read. */
+	memset(s, 0, offsetof(struct h2_stream, head_local));
+	s->fields = fields;
+	s->fields_cap = fields_cap;
+	s->text = text;
+	s->text_cap = text_cap;
+	s->out = out;
 	s->h = h;
 	s->id = id;
 	s->req.conn = h->c;
@@ -75,6 +99,25 @@ struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id)
 	h->streams = s;
 	h->nstreams++;
 	return s;
+}
+
+static void stream_free(struct h2_stream *s)
+{
+	zc_agg_release(s->out);
+	free(s->fields);
+	free(s->text);
+	free(s);
+}
+
+void h2_stream_free_spares(struct h2_conn *h)
+{
+	struct h2_stream *s;
+
+	while ((s = h->spare)) {
+		h->spare = s->next;
+		stream_free(s);
+	}
+	h->nspare = 0;
 }
 
 static void news_unlink(struct h2_stream *s)
@@ -167,15 +210,24 @@ void h2_stream_close(struct h2_stream *s)
 	if (s->next)
 		s->next->prev = s->prev;
 	h->nstreams--;
-	zc_agg_release(s->out);
 	drop_head(s);
-	free(s->fields);
-	free(s->text);
 	free(s->body);
-	free(r->own_headers);
 	free(r->own_uri);
 	free(r->redirect);
-	free(s);
+	/* The request's fields are the array the stream made (make_head):
+	 * back to the stream, for reuse. */
+	if (r->own_headers) {
+		free(s->fields);
+		s->fields = r->own_headers;
+	}
+	if (h->nspare == H2_SPARE_STREAMS || s->text_cap > SPARE_TEXT_MAX ||
+	    s->fields_cap > SPARE_FIELDS_MAX || zc_agg_truncate(s->out, 0)) {
+		stream_free(s);
+		return;
+	}
+	s->next = h->spare;
+	h->spare = s;
+	h->nspare++;
 }
 
 /* ------------------------------------------------------------ the head */
@@ -345,6 +397,14 @@ static int respond(struct h2_stream *s)
 	n = h2_head_fields(text, len, nv, HEAD_FIELDS, &status, &head_len);
 	if (n < 0)
 		return -1;
+	/* The stream's own head stays as it is until nghttp2 has made the
+	 * HEADERS frame or dropped it (a stream that closes first is
+	 * dropped: nghttp2 makes no frame for a closed stream, before
+	 * reading the fields), so nghttp2 need not copy the fields. */
+	if (text == s->head_local)
+		for (int i = 0; i < n; i++)
+			nv[i].flags = NGHTTP2_NV_FLAG_NO_COPY_NAME |
+				      NGHTTP2_NV_FLAG_NO_COPY_VALUE;
 	if (!s->head)
 		zc_agg_trim_front(s->out, head_len);
 	if (!r->status)
