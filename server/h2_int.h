@@ -152,6 +152,8 @@ struct h2_conn {
 							 * something to do */
 	struct h2_stream *streams;	/* every stream we know */
 	unsigned nstreams;
+	struct h2_stream *receiving;	/* the stream that began last (its
+					 * head's fields are arriving) */
 	struct h2_stream *spare;	/* closed ones to reuse (by next) */
 	unsigned nspare;
 	bool tls;

@@ -203,6 +203,8 @@ void h2_stream_close(struct h2_stream *s)
 	if (h->session)
 		drop_body(s);
 	news_unlink(s);
+	if (h->receiving == s)
+		h->receiving = NULL;
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -281,6 +283,28 @@ static int add_field(struct h2_stream *s, size_t noff, size_t nlen,
 	return 0;
 }
 
+/* Which pseudo-field name[0..nlen) is (enum h2_pseudo), or -1: by its
+ * length and second byte, then one comparison. */
+static int pseudo_index(const uint8_t *name, size_t nlen)
+{
+	int i;
+
+	switch (nlen) {
+	case 5:
+		i = H2P_PATH;
+		break;
+	case 7:
+		i = name[1] == 'm' ? H2P_METHOD : H2P_SCHEME;
+		break;
+	case 10:
+		i = H2P_AUTHORITY;
+		break;
+	default:
+		return -1;
+	}
+	return memcmp(pseudo_names[i].s, name, nlen) ? -1 : i;
+}
+
 int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen,
 		    const uint8_t *value, size_t vlen)
 {
@@ -303,13 +327,13 @@ int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen,
 	if (nlen && name[0] == ':') {
 		/* nghttp2 let through only the request's pseudo-fields, each
 		 * once, before the others. */
-		for (int i = 0; i < H2P_N; i++)
-			if (pseudo_names[i].len == nlen &&
-			    !memcmp(pseudo_names[i].s, name, nlen)) {
-				s->pseudo[i].off = text_add(s, value, vlen);
-				s->pseudo[i].len = vlen;
-				s->pseudo[i].set = true;
-			}
+		int i = pseudo_index(name, nlen);
+
+		if (i >= 0) {
+			s->pseudo[i].off = text_add(s, value, vlen);
+			s->pseudo[i].len = vlen;
+			s->pseudo[i].set = true;
+		}
 		return 0;
 	}
 	noff = text_add(s, name, nlen);
