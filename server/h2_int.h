@@ -13,7 +13,8 @@
  *                fields;
  *   h2_data.c    DATA frames by reference, and the connection's output
  *                queue (frame bytes, sent offsets, the cache pins of
- *                bodies in flight).
+ *                bodies in flight);
+ *   h2_mem.c     the small blocks nghttp2 allocates, from free lists.
  */
 #ifndef ZC_H2_INT_H
 #define ZC_H2_INT_H
@@ -184,6 +185,9 @@ void h2_stream_news(struct h2_stream *s);
 /* A frame that costs work without a request: false when the client has
  * sent too many of them (the session is then terminated). */
 bool h2_conn_cheap_frame(struct h2_conn *h);
+
+/* h2_mem.c: the allocator nghttp2 uses (NULL: its own, malloc). */
+nghttp2_mem *h2_mem(void);
 
 /* h2_recv.c: the receive callbacks, set on cbs. */
 void h2_recv_callbacks(nghttp2_session_callbacks *cbs);
