@@ -195,7 +195,6 @@ void h2_conn_free(struct h2_conn *h)
 	 * exists; nghttp2 calls nothing back when it is deleted. */
 	while (h->streams)
 		h2_stream_close(h->streams);
-	h2_stream_free_spares(h);
 	nghttp2_session_del(h->session);
 	h->session = NULL;
 	h2_out_fini(&h->out, h->w);

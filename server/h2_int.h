@@ -33,6 +33,20 @@
 struct cache_entry;
 struct zh_worker;
 
+/* Whether memory is reused here rather than given back to malloc (closed
+ * streams, nghttp2's blocks): not under AddressSanitizer, which then
+ * still catches a use after free. */
+#if defined(__SANITIZE_ADDRESS__)
+#define H2_REUSE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define H2_REUSE 0
+#endif
+#endif
+#ifndef H2_REUSE
+#define H2_REUSE 1
+#endif
+
 /* Frames beyond this backlog wait in nghttp2 (and input is not read, so a
  * client that does not read stops being read): the output queue holds
  * references and small frame bytes only, but it bounds what one
@@ -130,11 +144,11 @@ struct h2_stream {
 	char head_local[RESP_HEAD_MAX];
 };
 
-/* Closed streams a connection keeps for its next ones, with their text
- * and fields (when small) and aggregate: a stream then costs no
- * allocation.  Kept while the connection lasts, idle too: a client's
- * streams come in waves, and the connection is idle between them. */
-#define H2_SPARE_STREAMS 8
+/* Closed streams the worker keeps for its next ones (on any
+ * connection), with their text and fields (when small) and aggregate: a
+ * stream then costs no allocation.  None under AddressSanitizer (see
+ * H2_REUSE). */
+#define H2_SPARE_STREAMS (H2_REUSE ? 64u : 0u)
 
 /* ------------------------------------------------------------ connection */
 
@@ -155,8 +169,6 @@ struct h2_conn {
 	unsigned nstreams;
 	struct h2_stream *receiving;	/* the stream that began last (its
 					 * head's fields are arriving) */
-	struct h2_stream *spare;	/* closed ones to reuse (by next) */
-	unsigned nspare;
 	bool tls;
 	bool in_run;			/* run() is on the stack */
 	bool closing;			/* close when run() returns */
@@ -208,8 +220,6 @@ void h2_stream_settle(struct h2_stream *s);
 /* nghttp2 closed the stream (or the connection goes): its handler is
  * aborted if it still has it, and it is freed or kept for reuse. */
 void h2_stream_close(struct h2_stream *s);
-/* The streams kept for reuse go (an idle connection, or its end). */
-void h2_stream_free_spares(struct h2_conn *h);
 
 /* h2_head.c: the HTTP/1.1 head at the start of text[0..len) (status
  * line, fields, empty line; *head_len its length) as HTTP/2 fields in nv

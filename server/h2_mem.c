@@ -17,18 +17,7 @@
 
 #include "h2_int.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define H2_MEM_CACHE 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define H2_MEM_CACHE 0
-#endif
-#endif
-#ifndef H2_MEM_CACHE
-#define H2_MEM_CACHE 1
-#endif
-
-#if H2_MEM_CACHE
+#if H2_REUSE
 
 /* Block sizes (payload), and how many of each a list keeps. */
 #define MEM_MIN_SHIFT 6			/* 64 bytes */
@@ -50,13 +39,16 @@ struct mem_free {
 static struct mem_free *lists[MEM_CLASSES];
 static unsigned counts[MEM_CLASSES];
 
+/* The smallest class that holds size bytes, or MEM_BIG. */
 static size_t class_of(size_t size)
 {
-	size_t cls = 0;
+	size_t cls;
 
-	while (cls < MEM_CLASSES && size > (size_t)1 << (MEM_MIN_SHIFT + cls))
-		cls++;
-	return cls;
+	if (size <= (size_t)1 << MEM_MIN_SHIFT)
+		return 0;
+	cls = (size_t)(64 - __builtin_clzll((unsigned long long)size - 1)) -
+	      MEM_MIN_SHIFT;
+	return cls < MEM_CLASSES ? cls : MEM_BIG;
 }
 
 static void *mem_malloc(size_t size, void *user)

@@ -60,9 +60,14 @@ static const struct { const char *s; size_t len; } pseudo_names[H2P_N] = {
 #define SPARE_TEXT_MAX 4096u
 #define SPARE_FIELDS_MAX 64u
 
+/* The worker's closed streams kept for reuse (H2_SPARE_STREAMS), linked
+ * by next: its loop is the only thread that runs HTTP/2. */
+static struct h2_stream *spare;
+static unsigned nspare;
+
 struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id)
 {
-	struct h2_stream *s = h->spare;
+	struct h2_stream *s = spare;
 	struct http_header *fields = NULL;
 	unsigned fields_cap = 0;
 	char *text = NULL;
@@ -70,8 +75,8 @@ struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id)
 	zc_agg *out = NULL;
 
 	if (s) {
-		h->spare = s->next;
-		h->nspare--;
+		spare = s->next;
+		nspare--;
 		fields = s->fields;
 		fields_cap = s->fields_cap;
 		text = s->text;
@@ -107,17 +112,6 @@ static void stream_free(struct h2_stream *s)
 	free(s->fields);
 	free(s->text);
 	free(s);
-}
-
-void h2_stream_free_spares(struct h2_conn *h)
-{
-	struct h2_stream *s;
-
-	while ((s = h->spare)) {
-		h->spare = s->next;
-		stream_free(s);
-	}
-	h->nspare = 0;
 }
 
 static void news_unlink(struct h2_stream *s)
@@ -222,14 +216,14 @@ void h2_stream_close(struct h2_stream *s)
 		free(s->fields);
 		s->fields = r->own_headers;
 	}
-	if (h->nspare == H2_SPARE_STREAMS || s->text_cap > SPARE_TEXT_MAX ||
+	if (nspare == H2_SPARE_STREAMS || s->text_cap > SPARE_TEXT_MAX ||
 	    s->fields_cap > SPARE_FIELDS_MAX || zc_agg_truncate(s->out, 0)) {
 		stream_free(s);
 		return;
 	}
-	s->next = h->spare;
-	h->spare = s;
-	h->nspare++;
+	s->next = spare;
+	spare = s;
+	nspare++;
 }
 
 /* ------------------------------------------------------------ the head */
