@@ -6,13 +6,20 @@
 #   bench/callgrind/per-request.sh static SIZE          GET /f of SIZE bytes
 #   bench/callgrind/per-request.sh fastcgi zc|sock SIZE GET /gen?size=SIZE
 #                                                       from cgi/apps/zcgen
+#   bench/callgrind/per-request.sh h2c SIZE             GET /f of SIZE bytes
+#                                                       over h2c (h2load:
+#                                                       one connection,
+#                                                       10 streams at once)
 #
 # Each count is the difference between two runs (200 warm-up requests, then
 # N1 and N2 keep-alive requests on one connection), divided by N2 - N1, so
-# start-up and shutdown cancel out.  Prints one line per process: the
+# start-up and shutdown cancel out (for h2c the warm-up and the measured
+# requests are two h2load runs, so the connection's setup cancels too).
+# Prints one line per process: the
 # worker, and for fastcgi the application.  BUILD (default build/) picks
 # the Meson tree; N1, N2 (default 1000, 3000) the request counts; ARGS
-# more zchttpd options (ARGS="--event io_uring").
+# more zchttpd options (ARGS="--event io_uring"); KEEP a folder where the
+# callgrind files of the N2 run stay (for callgrind_annotate).
 # The static file is served from the cache after the warm-up (a hit).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,19 +30,24 @@ kind=${1:-}
 case "$kind" in
 static) size=${2:?SIZE}; path=/f ;;
 fastcgi) transport=${2:?zc or sock}; size=${3:?SIZE}; path="/gen?size=$size" ;;
-*) sed -n '2,16p' "$0" >&2; exit 2 ;;
+h2c) size=${2:?SIZE}; path=/f ;;
+*) sed -n '2,21p' "$0" >&2; exit 2 ;;
 esac
 command -v valgrind >/dev/null || { echo "needs valgrind" >&2; exit 2; }
+[ "$kind" = h2c ] && ! command -v h2load >/dev/null &&
+	{ echo "needs h2load (nghttp2-client)" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/root"
-[ "$kind" = static ] && head -c "$size" /dev/urandom > "$work/root/f"
+[ "$kind" != fastcgi ] && head -c "$size" /dev/urandom > "$work/root/f"
 
 # run N: callgrind files of every process for 200 + N requests, in $work/N.
 run() {
 	local n=$1 out=$work/$1 port pid
 	local args=(--root "$work/root" --workers 1 --io-threads 0 ${ARGS:-})
+
+	[ "$kind" = h2c ] && args+=(--http2 on)
 
 	mkdir -p "$out"
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -48,7 +60,10 @@ run() {
 		--callgrind-out-file="$out/cg.%p" "$build/server/zchttpd" \
 		"${args[@]}" --listen "127.0.0.1:$port" 2>"$out/valgrind.log" &
 	pid=$!
-	python3 - "$port" "$path" "$n" <<'PY'
+	if [ "$kind" = h2c ]; then
+		h2c_requests "$port" "$n"
+	else
+		python3 - "$port" "$path" "$n" <<'PY'
 import http.client, sys, time
 port, path, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 deadline = time.monotonic() + 60
@@ -67,8 +82,24 @@ for i in range(199 + n):
     c.request("GET", path); r = c.getresponse(); body = r.read()
     assert r.status == 200, r.status
 PY
+	fi
 	kill -TERM "$pid"
 	wait "$pid" 2>/dev/null || true
+}
+
+# h2c_requests PORT N: once zchttpd answers, 200 requests, then N, each
+# an h2load run of one connection with 10 streams at once.
+h2c_requests() {
+	local url=http://127.0.0.1:$1/f i
+	for i in $(seq 200); do
+		h2load -n 1 -c 1 "$url" 2>/dev/null | grep -q '1 succeeded' && break
+		[ "$i" = 200 ] && { echo "zchttpd did not answer under valgrind" >&2; exit 1; }
+		sleep 0.3
+	done
+	h2load -n 200 -c 1 -m 10 "$url" | grep -q '200 succeeded' ||
+		{ echo "h2c warm-up failed" >&2; exit 1; }
+	h2load -n "$2" -c 1 -m 10 "$url" | grep -q " $2 succeeded" ||
+		{ echo "h2c run of $2 failed" >&2; exit 1; }
 }
 
 # total FILE: the Ir total of one callgrind file.
@@ -88,6 +119,7 @@ biggest() {
 
 run "$n1"
 run "$n2"
+[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$work/$n2"/cg.* "$KEEP"/
 for proc in server/zchttpd apps/zcgen; do
 	[ "$proc" = apps/zcgen ] && [ "$kind" != fastcgi ] && continue
 	a=$(biggest "$work/$n1" "$proc") b=$(biggest "$work/$n2" "$proc")

@@ -58,7 +58,7 @@ bool cache_kernel_snapshots(zc_pool *pool)
 }
 
 int cache_append_body(struct cache *c, struct cache_entry *e, zc_agg *out,
-		      uint64_t off, uint64_t len)
+		      uint64_t off, uint64_t len, bool framed)
 {
 	struct cache_zone *z = c->z;
 	struct cache_local *l;
@@ -68,10 +68,11 @@ int cache_append_body(struct cache *c, struct cache_entry *e, zc_agg *out,
 		return zc_agg_append_file(out, e->file, off, len);
 	if (atomic_load_explicit(&e->body_state, memory_order_acquire) ==
 	    CB_READY) {
-		/* Small: copied into the socket with the head, one sendmsg.
-		 * Larger: sendfile from the arena's memfd, whose pages are
-		 * then punched before the place is reused. */
-		if ((uint64_t)e->v.size <= z->cfg.copy_max)
+		/* Small (or framed, cache.h): copied into the socket with
+		 * the head, one sendmsg.  Larger: sendfile from the arena's
+		 * memfd, whose pages are then punched before the place is
+		 * reused. */
+		if ((uint64_t)e->v.size <= z->cfg.copy_max || framed)
 			return zc_agg_append_mem(out, z->arena + e->body_off + off,
 						 len);
 		if (!atomic_load_explicit(&e->kref, memory_order_relaxed))

@@ -145,7 +145,8 @@ static int session_new(struct h2_conn *h)
 	};
 
 	if (setup_once() ||
-	    nghttp2_session_server_new2(&h->session, callbacks, h, options))
+	    nghttp2_session_server_new3(&h->session, callbacks, h, options,
+					h2_mem()))
 		return -ENOMEM;
 	if (nghttp2_submit_settings(h->session, NGHTTP2_FLAG_NONE, iv,
 				    sizeof(iv) / sizeof(iv[0])) ||

@@ -10,26 +10,77 @@
  * end delimits its body, so no handler frames one for HTTP/2.
  */
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <string.h>
-#include <strings.h>
 
 #include "h2_int.h"
 
+/* Is n[0..len) (lower-case) a field that describes an HTTP/1.1
+ * connection?  Every field of every response passes here: by length
+ * first, one comparison at most. */
 static bool connection_specific(const char *n, size_t len)
 {
-#define NAME(s) { s, sizeof(s) - 1 }
-	static const struct { const char *s; size_t len; } names[] = {
-		NAME("connection"), NAME("keep-alive"),
-		NAME("proxy-connection"), NAME("transfer-encoding"),
-		NAME("upgrade"),
-	};
-#undef NAME
+	switch (len) {
+	case 7:
+		return !memcmp(n, "upgrade", 7);
+	case 10:
+		return n[0] == 'c' ? !memcmp(n, "connection", 10) :
+				     !memcmp(n, "keep-alive", 10);
+	case 16:
+		return !memcmp(n, "proxy-connection", 16);
+	case 17:
+		return !memcmp(n, "transfer-encoding", 17);
+	default:
+		return false;
+	}
+}
 
-	/* Every field of every response passes here: lengths first. */
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (names[i].len == len && !memcmp(n, names[i].s, len))
-			return true;
-	return false;
+static char lower(char c)
+{
+	return (char)(c | ((unsigned char)(c - 'A') < 26 ? 0x20 : 0));
+}
+
+/* Lower-case the field name that starts at p, in place, up to its colon
+ * (before end): the colon, or NULL.  Every name of every response passes
+ * here: eight bytes at a time where it can. */
+static char *name_lower(char *p, char *end)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint64_t ones = 0x0101010101010101ull;
+	const uint64_t highs = 0x8080808080808080ull;
+
+	while (end - p >= 8) {
+		uint64_t w, colon, low7, upper;
+
+		memcpy(&w, p, 8);
+		/* The high bit of each byte that is ':' (the lowest one is
+		 * exact, which is all that is used). */
+		colon = w ^ (ones * ':');
+		colon = (colon - ones) & ~colon & highs;
+		/* ... and of each byte in 'A'..'Z' (none of 0x80 and up). */
+		low7 = w & ~highs;
+		upper = (low7 + ones * (0x80 - 'A')) &
+			~(low7 + ones * (0x80 - 'Z' - 1)) & ~w & highs;
+		if (colon) {
+			unsigned k = (unsigned)__builtin_ctzll(colon) / 8;
+
+			/* Only the bytes before the colon. */
+			upper &= k ? ~0ull >> (64 - 8 * k) : 0;
+			w |= upper >> 2;
+			memcpy(p, &w, 8);
+			return p + k;
+		}
+		w |= upper >> 2;
+		memcpy(p, &w, 8);
+		p += 8;
+	}
+#endif
+	for (; p < end; p++) {
+		if (*p == ':')
+			return p;
+		*p = lower(*p);
+	}
+	return NULL;
 }
 
 static nghttp2_nv nv_of(char *name, size_t nlen, char *value, size_t vlen)
@@ -63,12 +114,9 @@ int h2_head_fields(char *text, size_t len, nghttp2_nv *nv, size_t max,
 			*head_len = (size_t)(eol + 1 - text);
 			return (int)n;
 		}
-		colon = memchr(p, ':', (size_t)(ve - p));
+		colon = name_lower(p, ve);
 		if (!colon || colon == p)
 			return -1;
-		for (char *q = p; q < colon; q++)
-			if (*q >= 'A' && *q <= 'Z')
-				*q = (char)(*q + ('a' - 'A'));
 		if (connection_specific(p, (size_t)(colon - p)))
 			continue;
 		for (v = colon + 1; v < ve && (*v == ' ' || *v == '\t'); v++)

@@ -13,7 +13,8 @@
  *                fields;
  *   h2_data.c    DATA frames by reference, and the connection's output
  *                queue (frame bytes, sent offsets, the cache pins of
- *                bodies in flight).
+ *                bodies in flight);
+ *   h2_mem.c     the small blocks nghttp2 allocates, from free lists.
  */
 #ifndef ZC_H2_INT_H
 #define ZC_H2_INT_H
@@ -31,6 +32,20 @@
 
 struct cache_entry;
 struct zh_worker;
+
+/* Whether memory is reused here rather than given back to malloc (closed
+ * streams, nghttp2's blocks): not under AddressSanitizer, which then
+ * still catches a use after free. */
+#if defined(__SANITIZE_ADDRESS__)
+#define H2_REUSE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define H2_REUSE 0
+#endif
+#endif
+#ifndef H2_REUSE
+#define H2_REUSE 1
+#endif
 
 /* Frames beyond this backlog wait in nghttp2 (and input is not read, so a
  * client that does not read stops being read): the output queue holds
@@ -111,7 +126,6 @@ struct h2_stream {
 	zc_agg *out;
 	char *head;			/* head_local or malloc'ed */
 	size_t head_len;
-	char head_local[RESP_HEAD_MAX];
 	uint64_t framed;		/* body bytes put into DATA frames */
 	bool routed;			/* its head was complete and routed */
 	bool active;			/* a handler has it (request_wait) */
@@ -124,7 +138,17 @@ struct h2_stream {
 					 * END_STREAM) is made */
 	bool pin_reserved;		/* room for its pin in h->out */
 	struct cache_entry *pinned;	/* its body's entry, pinned */
+
+	/* Last, so that a stream is cleared up to here only (h2_stream.c):
+	 * a handler writes a head before it is read. */
+	char head_local[RESP_HEAD_MAX];
 };
+
+/* Closed streams the worker keeps for its next ones (on any
+ * connection), with their text and fields (when small) and aggregate: a
+ * stream then costs no allocation.  None under AddressSanitizer (see
+ * H2_REUSE). */
+#define H2_SPARE_STREAMS (H2_REUSE ? 64u : 0u)
 
 /* ------------------------------------------------------------ connection */
 
@@ -143,6 +167,8 @@ struct h2_conn {
 							 * something to do */
 	struct h2_stream *streams;	/* every stream we know */
 	unsigned nstreams;
+	struct h2_stream *receiving;	/* the stream that began last (its
+					 * head's fields are arriving) */
 	bool tls;
 	bool in_run;			/* run() is on the stack */
 	bool closing;			/* close when run() returns */
@@ -172,6 +198,9 @@ void h2_stream_news(struct h2_stream *s);
  * sent too many of them (the session is then terminated). */
 bool h2_conn_cheap_frame(struct h2_conn *h);
 
+/* h2_mem.c: the allocator nghttp2 uses (NULL: its own, malloc). */
+nghttp2_mem *h2_mem(void);
+
 /* h2_recv.c: the receive callbacks, set on cbs. */
 void h2_recv_callbacks(nghttp2_session_callbacks *cbs);
 
@@ -189,7 +218,7 @@ void h2_stream_body_end(struct h2_stream *s);
 /* Act on a stream's news (run() calls it for each). */
 void h2_stream_settle(struct h2_stream *s);
 /* nghttp2 closed the stream (or the connection goes): its handler is
- * aborted if it still has it, and it is freed. */
+ * aborted if it still has it, and it is freed or kept for reuse. */
 void h2_stream_close(struct h2_stream *s);
 
 /* h2_head.c: the HTTP/1.1 head at the start of text[0..len) (status

@@ -67,7 +67,18 @@ static int on_begin_headers(nghttp2_session *session,
 	if (!s)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;	/* reset */
 	nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, s);
+	h->receiving = s;
 	return 0;
+}
+
+/* The stream a head's fields are for: most often the one that began last
+ * (a head arrives in one piece, RFC 9113 4.3), without a look-up. */
+static struct h2_stream *head_stream(nghttp2_session *session,
+				     struct h2_conn *h, int32_t id)
+{
+	if (h->receiving && h->receiving->id == id)
+		return h->receiving;
+	return stream_of(session, id);
 }
 
 static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
@@ -77,10 +88,9 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
 	struct h2_stream *s;
 
 	(void)flags;
-	(void)user_data;
 	if (frame->hd.type != NGHTTP2_HEADERS)
 		return 0;
-	s = stream_of(session, frame->hd.stream_id);
+	s = head_stream(session, user_data, frame->hd.stream_id);
 	return s ? h2_stream_field(s, name, namelen, value, valuelen) : 0;
 }
 
@@ -93,7 +103,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame,
 
 	switch (frame->hd.type) {
 	case NGHTTP2_HEADERS:
-		s = stream_of(session, frame->hd.stream_id);
+		s = head_stream(session, h, frame->hd.stream_id);
 		if (!s)
 			break;
 		if (frame->headers.cat == NGHTTP2_HCAT_REQUEST)

@@ -56,14 +56,43 @@ static const struct { const char *s; size_t len; } pseudo_names[H2P_N] = {
 
 /* ------------------------------------------------------------ life */
 
+/* What a kept stream may hold for reuse: more goes with it. */
+#define SPARE_TEXT_MAX 4096u
+#define SPARE_FIELDS_MAX 64u
+
+/* The worker's closed streams kept for reuse (H2_SPARE_STREAMS), linked
+ * by next: its loop is the only thread that runs HTTP/2. */
+static struct h2_stream *spare;
+static unsigned nspare;
+
 struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id)
 {
-	struct h2_stream *s = calloc(1, sizeof(*s));
+	struct h2_stream *s = spare;
+	struct http_header *fields = NULL;
+	unsigned fields_cap = 0;
+	char *text = NULL;
+	size_t text_cap = 0;
+	zc_agg *out = NULL;
 
-	if (!s || zc_agg_create(&s->out)) {
+	if (s) {
+		spare = s->next;
+		nspare--;
+		fields = s->fields;
+		fields_cap = s->fields_cap;
+		text = s->text;
+		text_cap = s->text_cap;
+		out = s->out;		/* empty */
+	} else if (!(s = malloc(sizeof(*s))) || zc_agg_create(&out)) {
 		free(s);
 		return NULL;
 	}
+	/* head_local, last, is written before it is read. */
+	memset(s, 0, offsetof(struct h2_stream, head_local));
+	s->fields = fields;
+	s->fields_cap = fields_cap;
+	s->text = text;
+	s->text_cap = text_cap;
+	s->out = out;
 	s->h = h;
 	s->id = id;
 	s->req.conn = h->c;
@@ -75,6 +104,14 @@ struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id)
 	h->streams = s;
 	h->nstreams++;
 	return s;
+}
+
+static void stream_free(struct h2_stream *s)
+{
+	zc_agg_release(s->out);
+	free(s->fields);
+	free(s->text);
+	free(s);
 }
 
 static void news_unlink(struct h2_stream *s)
@@ -160,6 +197,8 @@ void h2_stream_close(struct h2_stream *s)
 	if (h->session)
 		drop_body(s);
 	news_unlink(s);
+	if (h->receiving == s)
+		h->receiving = NULL;
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -167,15 +206,24 @@ void h2_stream_close(struct h2_stream *s)
 	if (s->next)
 		s->next->prev = s->prev;
 	h->nstreams--;
-	zc_agg_release(s->out);
 	drop_head(s);
-	free(s->fields);
-	free(s->text);
 	free(s->body);
-	free(r->own_headers);
 	free(r->own_uri);
 	free(r->redirect);
-	free(s);
+	/* The request's fields are the array the stream made (make_head):
+	 * back to the stream, for reuse. */
+	if (r->own_headers) {
+		free(s->fields);
+		s->fields = r->own_headers;
+	}
+	if (nspare == H2_SPARE_STREAMS || s->text_cap > SPARE_TEXT_MAX ||
+	    s->fields_cap > SPARE_FIELDS_MAX || zc_agg_truncate(s->out, 0)) {
+		stream_free(s);
+		return;
+	}
+	s->next = spare;
+	spare = s;
+	nspare++;
 }
 
 /* ------------------------------------------------------------ the head */
@@ -229,6 +277,28 @@ static int add_field(struct h2_stream *s, size_t noff, size_t nlen,
 	return 0;
 }
 
+/* Which pseudo-field name[0..nlen) is (enum h2_pseudo), or -1: by its
+ * length and second byte, then one comparison. */
+static int pseudo_index(const uint8_t *name, size_t nlen)
+{
+	int i;
+
+	switch (nlen) {
+	case 5:
+		i = H2P_PATH;
+		break;
+	case 7:
+		i = name[1] == 'm' ? H2P_METHOD : H2P_SCHEME;
+		break;
+	case 10:
+		i = H2P_AUTHORITY;
+		break;
+	default:
+		return -1;
+	}
+	return memcmp(pseudo_names[i].s, name, nlen) ? -1 : i;
+}
+
 int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen,
 		    const uint8_t *value, size_t vlen)
 {
@@ -251,13 +321,13 @@ int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen,
 	if (nlen && name[0] == ':') {
 		/* nghttp2 let through only the request's pseudo-fields, each
 		 * once, before the others. */
-		for (int i = 0; i < H2P_N; i++)
-			if (pseudo_names[i].len == nlen &&
-			    !memcmp(pseudo_names[i].s, name, nlen)) {
-				s->pseudo[i].off = text_add(s, value, vlen);
-				s->pseudo[i].len = vlen;
-				s->pseudo[i].set = true;
-			}
+		int i = pseudo_index(name, nlen);
+
+		if (i >= 0) {
+			s->pseudo[i].off = text_add(s, value, vlen);
+			s->pseudo[i].len = vlen;
+			s->pseudo[i].set = true;
+		}
 		return 0;
 	}
 	noff = text_add(s, name, nlen);
@@ -345,6 +415,14 @@ static int respond(struct h2_stream *s)
 	n = h2_head_fields(text, len, nv, HEAD_FIELDS, &status, &head_len);
 	if (n < 0)
 		return -1;
+	/* The stream's own head stays as it is until nghttp2 has made the
+	 * HEADERS frame or dropped it (a stream that closes first is
+	 * dropped: nghttp2 makes no frame for a closed stream, before
+	 * reading the fields), so nghttp2 need not copy the fields. */
+	if (text == s->head_local)
+		for (int i = 0; i < n; i++)
+			nv[i].flags = NGHTTP2_NV_FLAG_NO_COPY_NAME |
+				      NGHTTP2_NV_FLAG_NO_COPY_VALUE;
 	if (!s->head)
 		zc_agg_trim_front(s->out, head_len);
 	if (!r->status)

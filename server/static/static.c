@@ -455,7 +455,9 @@ static zh_answer serve_entry(struct zh_request *r, struct cache_entry *e,
 	if (failed)
 		return zh_status(failed);
 	if (!r->head_only && len) {
-		int err = cache_append_body(r->w->cache, e, out, start, len);
+		/* HTTP/2 cuts it into DATA frames (cache.h). */
+		int err = cache_append_body(r->w->cache, e, out, start, len,
+					    r->stream != NULL);
 
 		if (err) {
 			/* The head is queued: the response is cut. */

@@ -193,7 +193,7 @@ static const char *body_is_right(struct cache *c, struct cache_entry *e,
 	}
 	if (!cache_body_in_memory(c, e) && !have_fd(c, e, i))
 		bad = "no descriptor";
-	if (!bad && cache_append_body(c, e, a, 0, n))
+	if (!bad && cache_append_body(c, e, a, 0, n, false))
 		bad = "cache_append_body failed";
 	if (!bad && (zc_agg_len(a) != n ||
 		     zc_agg_copyout(a, 0, b, n) != (ssize_t)n))
@@ -273,7 +273,8 @@ static void test_miss_then_hit_loads_the_body(void **state)
 }
 
 /* Held bodies up to copy_max leave by copy (borrowed memory), larger ones
- * by sendfile from the zone's memfd (a file slice). */
+ * by sendfile from the zone's memfd (a file slice) -- unless they leave in
+ * frames (HTTP/2): then by copy at any size, the bytes the same. */
 static void test_copy_or_sendfile_by_size(void **state)
 {
 	struct cache_zone *z = zone(4 << 20, 1);
@@ -283,16 +284,29 @@ static void test_copy_or_sendfile_by_size(void **state)
 
 	(void)state;
 	assert_int_equal(cache_attach(z, 0, &c), 0);
-	for (int k = 0; k < 2; k++) {
-		int i = k ? large : small;
+	for (int k = 0; k < 4; k++) {
+		/* Framed: the next files (4,600 and 46,600 bytes). */
+		bool framed = k >= 2;
+		int i = (k & 1 ? large : small) + framed;
 		struct cache_entry *e = twice(c, i);
 		zc_agg *a;
+		char *copy;
 
 		assert_int_equal(zc_agg_create(&a), 0);
-		assert_int_equal(cache_append_body(c, e, a, 0, file_size(i)), 0);
+		assert_int_equal(cache_append_body(c, e, a, 0, file_size(i),
+						   framed), 0);
 		assert_int_equal(zc_agg_nslices(a), 1);
 		assert_int_equal(zc_agg_slice(a, 0, &sl), 0);
-		assert_int_equal(sl.kind, k ? ZC_SLICE_FILE : ZC_SLICE_MEM);
+		assert_int_equal(sl.kind, k == 1 ? ZC_SLICE_FILE :
+						   ZC_SLICE_MEM);
+		/* Either way the aggregate holds the file's bytes. */
+		copy = malloc(file_size(i));
+		assert_non_null(copy);
+		assert_int_equal(zc_agg_copyout(a, 0, copy, file_size(i)),
+				 (ssize_t)file_size(i));
+		for (size_t b = 0; b < file_size(i); b++)
+			assert_int_equal((unsigned char)copy[b], pattern(i, b));
+		free(copy);
 		zc_agg_release(a);
 		check_body(c, e, i);
 		cache_put(c, e);

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# bench/h2c-cpu.sh - CPU time (user + system) of one zchttpd worker per h2c
+# request, for two builds side by side: each serves N requests of a
+# SIZE-byte file (h2load, CONNS connections with 10 streams each, after a
+# warm-up), RUNS times, alternating the builds; prints each run's
+# microseconds per request and the medians.  CPU time moves less with
+# other work on the machine than requests per second do, but it moves
+# (caches, frequency): compare builds in the same invocation only.
+#
+#   bench/h2c-cpu.sh BUILD_A BUILD_B SIZE [N] [RUNS]
+#                    (N: default 100000; RUNS: default 5; CONNS=1;
+#                     ARGS_A, ARGS_B: more zchttpd options for each, to
+#                     compare options of one build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+a=$(realpath "${1:?BUILD_A}") b=$(realpath "${2:?BUILD_B}")
+size=${3:?SIZE} n=${4:-100000} runs=${5:-5} conns=${CONNS:-1}
+command -v h2load >/dev/null || { echo "needs h2load" >&2; exit 2; }
+work=$(mktemp -d)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/root"
+head -c "$size" /dev/urandom > "$work/root/f"
+hz=$(getconf CLK_TCK)
+
+# cpu_ticks PID: utime + stime of a process, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# one BUILD ARGS: microseconds of worker CPU per request for N requests.
+one() {
+	local port url worker t0 t1
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	"$1/server/zchttpd" --root "$work/root" --workers 1 --io-threads 0 \
+		--http2 on $2 --listen "127.0.0.1:$port" 2>/dev/null &
+	pid=$!
+	url=http://127.0.0.1:$port/f
+	for i in $(seq 100); do
+		h2load -n 1 -c 1 "$url" 2>/dev/null | grep -q '1 succeeded' && break
+		sleep 0.1
+	done
+	h2load -n 2000 -c "$conns" -m 10 "$url" >/dev/null
+	worker=$(pgrep -P "$pid" | head -1)
+	t0=$(cpu_ticks "$worker")
+	h2load -n "$n" -c "$conns" -m 10 "$url" | grep -q " $n succeeded" ||
+		{ echo "h2load failed" >&2; exit 1; }
+	t1=$(cpu_ticks "$worker")
+	kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+	pid=
+	awk -v t="$((t1 - t0))" -v hz="$hz" -v n="$n" \
+		'BEGIN {printf "%.2f\n", t * 1000000 / hz / n}'
+}
+
+ra=() rb=()
+for r in $(seq "$runs"); do
+	ra+=("$(one "$a" "${ARGS_A:-}")")
+	rb+=("$(one "$b" "${ARGS_B:-}")")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+echo "worker CPU us per h2c request, $size bytes, $n requests x $runs runs, $conns connection(s) x 10 streams:"
+echo "  A $a ${ARGS_A:-}: ${ra[*]} (median $(median "${ra[@]}"))"
+echo "  B $b ${ARGS_B:-}: ${rb[*]} (median $(median "${rb[@]}"))"
