@@ -20,7 +20,7 @@ from zcbench_lib import build_dir, csipc, mach, papers, streamline  # noqa: E402
 ZCBENCH = HERE / "zcbench"
 BUILD = Path(build_dir())
 MACH_READ = BUILD / "tests" / "mach_read"
-ZCRUN = BUILD / "libzc" / "preload" / "zcrun"
+ZCRUN = BUILD / "preload" / "zcrun"
 IPC = BUILD / "bench" / "zcbench-ipc"
 
 needs_build = pytest.mark.skipif(not (MACH_READ.exists() and ZCRUN.exists() and IPC.exists()),

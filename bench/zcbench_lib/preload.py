@@ -92,7 +92,7 @@ def preload_paths(build=None):
     """(libzc-preload.so, zcrun) of the build tree ($ZC_PRELOAD_SO and
     $ZC_ZCRUN override)."""
     b = build or build_dir()
-    so = os.environ.get("ZC_PRELOAD_SO") or os.path.join(b, "libzc", "preload", "libzc-preload.so")
+    so = os.environ.get("ZC_PRELOAD_SO") or os.path.join(b, "preload", "libzc-preload.so")
     zcrun = os.environ.get("ZC_ZCRUN") or os.path.join(os.path.dirname(so), "zcrun")
     return so, zcrun
 
