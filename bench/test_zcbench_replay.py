@@ -239,6 +239,50 @@ def test_memory_limits_parse():
             replay.parse_limits(bad, 1 << 30)
 
 
+def resident_pages(path):
+    """Pages of the file in the page cache now (mmap + mincore)."""
+    import ctypes
+    import mmap
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    n = os.path.getsize(path)
+    pages = (n + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        a = libc.mmap(None, n, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        assert a not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+        try:
+            assert libc.mincore(ctypes.c_void_p(a), ctypes.c_size_t(n), vec) == 0
+        finally:
+            libc.munmap(ctypes.c_void_p(a), ctypes.c_size_t(n))
+    finally:
+        os.close(fd)
+    return sum(v & 1 for v in vec)
+
+
+def test_drop_cached_drops_files_just_written():
+    """A root written moments before a run is still dirty in the page cache:
+    drop_cached must write it back before dropping it, or the run's first
+    server finds every object in memory and reads nothing from disk.  (On
+    the build's file system: tmpfs would keep the pages whatever we do.)"""
+    import tempfile
+    from zcbench_lib import memlimit
+    base = HERE.parent / "build"
+    base.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=base) as d:
+        sub = Path(d) / "o"
+        sub.mkdir()
+        paths = [sub / str(i) for i in range(4)]
+        for p in paths:
+            p.write_bytes(os.urandom(1 << 20))      # dirty, not yet written back
+        assert sum(resident_pages(p) for p in paths) > 0
+        memlimit.drop_cached(d)
+        assert [resident_pages(p) for p in paths] == [0] * len(paths)
+
+
 def test_memory_limit_binds_and_disk_reads_are_counted(played, tmp_path):
     """A server in a memory cgroup below its data set: the group exists while
     it runs (its processes are in it), is gone after, and replaying cold
