@@ -187,6 +187,10 @@ def test_cli_end_to_end(played, tmp_path):
     for r in res["runs"]:
         if r["server"] == "zchttpd-gdsf":
             assert 0 <= r["hit_ratio"] <= 1 and 0 <= r["sim_hit_ratio"] <= 1
+            # What the policy did, per run: a 5 % cache must evict, and in
+            # policy mode (the replay's default) an evicted file's pages go.
+            assert r["cache_evictions"] > 0 and r["cache_dropped"] > 0, r
+            assert 0 <= r["cache_not_admitted"] <= 600, r
     for s in res["summary"]:
         if s["server"] != "floor":
             assert s["ratio_vs_floor"] > 0, s
@@ -199,6 +203,7 @@ def test_cli_end_to_end(played, tmp_path):
     for f in ("summary.csv", "results.csv", "replay.png", "replay-scaling.png"):
         assert (out / f).exists(), f
     assert "ratio_vs_floor" in (out / "summary.csv").read_text().splitlines()[0]
+    assert "cache_not_admitted" in (out / "results.csv").read_text().splitlines()[0]
 
 
 def test_the_floor_is_refused_under_a_memory_limit(played, tmp_path):
