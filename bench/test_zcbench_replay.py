@@ -187,6 +187,10 @@ def test_cli_end_to_end(played, tmp_path):
     for r in res["runs"]:
         if r["server"] == "zchttpd-gdsf":
             assert 0 <= r["hit_ratio"] <= 1 and 0 <= r["sim_hit_ratio"] <= 1
+            # What the policy did, per run: a 5 % cache must evict, and in
+            # policy mode (the replay's default) an evicted file's pages go.
+            assert r["cache_evictions"] > 0 and r["cache_dropped"] > 0, r
+            assert 0 <= r["cache_not_admitted"] <= 600, r
     for s in res["summary"]:
         if s["server"] != "floor":
             assert s["ratio_vs_floor"] > 0, s
@@ -199,6 +203,7 @@ def test_cli_end_to_end(played, tmp_path):
     for f in ("summary.csv", "results.csv", "replay.png", "replay-scaling.png"):
         assert (out / f).exists(), f
     assert "ratio_vs_floor" in (out / "summary.csv").read_text().splitlines()[0]
+    assert "cache_not_admitted" in (out / "results.csv").read_text().splitlines()[0]
 
 
 def test_the_floor_is_refused_under_a_memory_limit(played, tmp_path):
@@ -237,6 +242,50 @@ def test_memory_limits_parse():
     for bad in ("0x", "lots", "1m"):       # 1m: below memlimit's 16 MiB floor
         with pytest.raises(replay.TraceError):
             replay.parse_limits(bad, 1 << 30)
+
+
+def resident_pages(path):
+    """Pages of the file in the page cache now (mmap + mincore)."""
+    import ctypes
+    import mmap
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    n = os.path.getsize(path)
+    pages = (n + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        a = libc.mmap(None, n, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        assert a not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+        try:
+            assert libc.mincore(ctypes.c_void_p(a), ctypes.c_size_t(n), vec) == 0
+        finally:
+            libc.munmap(ctypes.c_void_p(a), ctypes.c_size_t(n))
+    finally:
+        os.close(fd)
+    return sum(v & 1 for v in vec)
+
+
+def test_drop_cached_drops_files_just_written():
+    """A root written moments before a run is still dirty in the page cache:
+    drop_cached must write it back before dropping it, or the run's first
+    server finds every object in memory and reads nothing from disk.  (On
+    the build's file system: tmpfs would keep the pages whatever we do.)"""
+    import tempfile
+    from zcbench_lib import memlimit
+    base = HERE.parent / "build"
+    base.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=base) as d:
+        sub = Path(d) / "o"
+        sub.mkdir()
+        paths = [sub / str(i) for i in range(4)]
+        for p in paths:
+            p.write_bytes(os.urandom(1 << 20))      # dirty, not yet written back
+        assert sum(resident_pages(p) for p in paths) > 0
+        memlimit.drop_cached(d)
+        assert [resident_pages(p) for p in paths] == [0] * len(paths)
 
 
 def test_memory_limit_binds_and_disk_reads_are_counted(played, tmp_path):

@@ -120,7 +120,10 @@ def read_bytes(pids):
 
 def drop_cached(root):
     """Write back and drop the page cache of every file under root, so that
-    every server starts cold."""
+    every server starts cold.  The write-back is ours to do: DONTNEED only
+    starts writing a dirty page and leaves it in memory, so a document root
+    written moments before (the first run of a new trace) would stay
+    cached and its first server would read almost nothing from disk."""
     for d, _, files in os.walk(root):
         for name in files:
             try:
@@ -128,6 +131,7 @@ def drop_cached(root):
             except OSError:
                 continue
             try:
+                os.fdatasync(fd)
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             finally:
                 os.close(fd)

@@ -294,8 +294,17 @@ def parse_limits(text, unique_bytes):
     return sorted(out, key=lambda x: -x[1])
 
 
+# zchttpd's cache counters a run reports besides its hit ratio, as
+# "cache_<name>" (what the policy did: evicted, refused, pages let go).
+POLICY_COUNTERS = ("evictions", "not_admitted", "dropped")
+
+
+def cache_status(srv):
+    return servers.zchttpd_status(srv.port)["cache"]
+
+
 def cache_counts(srv):
-    st = servers.zchttpd_status(srv.port)["cache"]
+    st = cache_status(srv)
     return st["hits"], st["misses"]
 
 
@@ -381,7 +390,7 @@ def run(opts, log=sys.stderr):
                     srv.start(START_TIMEOUT_S)
                     filler, mark = (("/.zc/status", STATUS_MARK) if name == "zchttpd"
                                     else ("/" + FILLER_FILE, FILLER_BODY.decode()))
-                    before = cache_counts(srv) if name == "zchttpd" else None
+                    before = cache_status(srv) if name == "zchttpd" else None
                     client_cpus = place.client_cpus
                     with SlowClients(srv.port, "/" + SLOW_FILE, nslow, client_cpus) as slow:
                         disk0 = memlimit.read_bytes(srv.pids())
@@ -392,7 +401,7 @@ def run(opts, log=sys.stderr):
                                               client_cpus, place.threads)
                         disk = memlimit.read_bytes(srv.pids()) - disk0
                         slow_mb = (slow.bytes - slow0) / 1e6
-                    after = cache_counts(srv) if name == "zchttpd" else None
+                    after = cache_status(srv) if name == "zchttpd" else None
                     peak = group.peak() if group else None
                 finally:
                     srv.stop()
@@ -407,16 +416,18 @@ def run(opts, log=sys.stderr):
                        "peak_mb": peak / 1e6 if peak else None, **fields,
                        **scaling.placement_fields(place)}
                 if before is not None:
-                    hits, misses = after[0] - before[0], after[1] - before[1]
+                    hits, misses = (after[k] - before[k] for k in ("hits", "misses"))
                     row["hit_ratio"] = hits / (hits + misses) if hits + misses else None
                     row["sim_hit_ratio"] = sim.get(policy)
+                    row.update({f"cache_{k}": after[k] - before[k] for k in POLICY_COUNTERS})
                 rows.append(row)
                 note = (f"  (client-bound: wrk at {row['client_cpu_util']:.0%} of "
                         f"{place.threads} core(s))" if row["client_bound"] else "")
                 if row["errors"]:
                     note += f"  ({row['errors']} bad answers: {row['bad_statuses']})"
-                hr = f", hit ratio {row['hit_ratio']:.3f} (gdssim {row['sim_hit_ratio']:.3f})" \
-                    if row.get("hit_ratio") is not None else ""
+                hr = (f", hit ratio {row['hit_ratio']:.3f} (gdssim {row['sim_hit_ratio']:.3f}), "
+                      f"{row['cache_evictions']} evicted, {row['cache_not_admitted']} not admitted"
+                      if row.get("hit_ratio") is not None else "")
                 print(f"{row['requests_per_s']:,.0f} req/s{hr}, {row['disk_read_mb']:,.1f} MB from disk"
                       f"{note}", file=log, flush=True)
     summary = summarize(rows)
@@ -509,7 +520,7 @@ def write_all(out_dir, meta, rows, summary):
               "wrk_threads", "server", "policy", "requests", "duration_s",
               "requests_per_s", "mbytes_per_s", "errors", "hit_ratio", "sim_hit_ratio", "disk_read_mb",
               "peak_mb", "server_cpu_s", "server_cpu_us_per_req", "server_cpu_util", "client_cpu_util",
-              "client_bound"]
+              "client_bound"] + [f"cache_{k}" for k in POLICY_COUNTERS]
     report.write_csv(os.path.join(out_dir, "results.csv"), rows, fields)
     report.write_csv(os.path.join(out_dir, "summary.csv"), summary,
                      ["limit", "memory_limit", "slow_clients", "slow_mb_median", "workers", "server_cores",

@@ -611,6 +611,50 @@ static void test_compete_max_entries(void **state)
 	gds_destroy(&c);
 }
 
+/*
+ * A competing newcomer that is refused leaves less room in the budget than
+ * its own size: it leaves only when it is the least valuable entry and the
+ * cache is still over budget with it.  zchttpd relies on this in
+ * --page-cache policy: a refused file's pages could be kept only over
+ * budget, so they are dropped at once (docs/ARCHITECTURE.md).  Random
+ * inserts and hits over the 26 objects, sizes 1..96 under a budget of 128,
+ * no pins.
+ */
+static void test_compete_refusal_leaves_no_room(void **state)
+{
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	unsigned refused = 0;
+	struct gds c;
+
+	(void)state;
+	setup_competing(&c, 128, 26);
+	for (int op = 0; op < 20000; op++) {
+		struct obj *o;
+		uint64_t size;
+		int r;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		o = &objs[x % 26];
+		if (gds_cached(&o->e)) {
+			gds_hit(&c, &o->e);
+			continue;
+		}
+		size = 1 + (x >> 8) % 96;
+		memset(&evicted, 0, sizeof(evicted));	/* this insert's */
+		r = gds_insert(&c, &o->e, size, 0, 0);
+		assert_true(r == GDS_OK || r == -ENOSPC);
+		assert_true(gds_stats(&c)->bytes <= 128);
+		if (r == -ENOSPC) {
+			refused++;
+			assert_true(128 - gds_stats(&c)->bytes < size);
+		}
+	}
+	assert_true(refused > 100);	/* the property was exercised */
+	gds_destroy(&c);
+}
+
 /* cost = size makes every H L + 1: the eviction order is the order of last
  * touch whatever the sizes, i.e. LRU. */
 static void test_cost_size_is_lru(void **state)
@@ -713,6 +757,7 @@ int main(void)
 		cmocka_unit_test(test_compete_sequence),
 		cmocka_unit_test(test_compete_pin_force),
 		cmocka_unit_test(test_compete_max_entries),
+		cmocka_unit_test(test_compete_refusal_leaves_no_room),
 		cmocka_unit_test(test_cost_size_is_lru),
 		cmocka_unit_test(test_policy_table),
 		cmocka_unit_test(test_heap_in_caller_memory),

@@ -151,8 +151,17 @@ static void on_freed(struct zone_freed *f, const struct cache_entry *e)
 	struct cache *c = (struct cache *)f;
 	struct pending_drop *p;
 
-	if (!e->drop_pages || c->npending == PENDING_DROPS)
+	if (!e->drop_pages)
 		return;
+	if (c->npending == c->pending_cap) {
+		unsigned cap = c->pending_cap ? 2 * c->pending_cap : 16;
+
+		p = realloc(c->pending, cap * sizeof(*p));
+		if (!p)
+			return;		/* out of memory: Linux's way, then */
+		c->pending = p;
+		c->pending_cap = cap;
+	}
 	p = &c->pending[c->npending++];
 	p->dirfd = e->dirfd;
 	p->dev = e->v.dev;
@@ -403,6 +412,7 @@ void cache_detach(struct cache *c)
 	/* Entries freed because the worker stops keep their pages: a
 	 * reload's workers want them warm. */
 	page_drop_clear(&c->drops);
+	free(c->pending);
 	zc_file_release(c->arena_file);
 	zc_pool_release(c->snap_pool);
 	free(c->local);

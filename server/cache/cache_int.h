@@ -20,9 +20,6 @@
 #include "cache_zone.h"
 #include "page_drop.h"
 
-/* Page drops a worker can owe after one stretch under the lock. */
-#define PENDING_DROPS 16
-
 /* A worker's own of a slot: what cannot be shared between processes. */
 struct cache_local {
 	uint32_t gen;			/* of the entry these belong to */
@@ -62,8 +59,12 @@ struct cache {
 	struct cache_stats st;		/* counters; gauges filled on read */
 	uint64_t now_ms;
 	struct page_drop_queue drops;	/* --page-cache policy (page_drop.h) */
-	struct pending_drop pending[PENDING_DROPS];
-	unsigned npending;
+	/* Drops owed after this stretch under the lock: one insert may
+	 * evict many entries, and each one's pages must go (a drop not
+	 * made leaves pages in memory outside the budget), so the list
+	 * grows as needed, up to an entry per slot. */
+	struct pending_drop *pending;
+	unsigned npending, pending_cap;
 };
 
 static inline size_t page_size(void)

@@ -387,6 +387,66 @@ static void test_pinned_body_outlives_eviction(void **state)
 	cache_zone_unmap(z);
 }
 
+/*
+ * --page-cache policy: every file the policy lets go has its pages
+ * dropped, however many one insert evicts.  30 one-byte files fill an LRU
+ * cache charged by file size (no bodies held); one file as large as all of
+ * them evicts every one in a single insert -- more than a fixed list of
+ * drops owed after the lock once held (16), past which the pages of the
+ * rest stayed in memory, outside the budget.
+ */
+#define TINY 30
+static void test_policy_drops_every_evicted_file(void **state)
+{
+	struct cache_config cfg = {
+		.budget = TINY * (512 + 1) + 100,	/* 512: an entry */
+		.max_entries = 64,
+		.small_max = 0,				/* no body in memory */
+		.ttl_ms = 1000000,
+		.policy = gds_policy_find("lru"),
+		.owns_pages = true,
+		.nworkers = 1,
+	};
+	char name[32], key[40];
+	struct cache_entry *e;
+	struct cache_stats st;
+	struct cache_zone *z;
+	struct cache *c;
+	struct stat sb;
+	int fd;
+
+	(void)state;
+	assert_int_equal(cache_zone_create(&cfg, &z), 0);
+	assert_int_equal(cache_attach(z, 0, &c), 0);
+	for (int i = 0; i <= TINY; i++) {
+		size_t n = i < TINY ? 1 : TINY * (512 + 1) - 512;
+		char *b = calloc(1, n);
+
+		snprintf(name, sizeof(name), "tiny%d.bin", i);
+		snprintf(key, sizeof(key), "/%s", name);
+		fd = openat(dirfd_root, name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, b, n), (ssize_t)n);
+		free(b);
+		assert_int_equal(fstat(fd, &sb), 0);
+		e = cache_insert(c, 0, key, dirfd_root, name, fd, &sb, 1,
+				 CACHE_IDENTITY, 0);
+		assert_non_null(e);
+		assert_true(atomic_load(&e->state) == CE_READY);
+		cache_put(c, e);
+	}
+	cache_stats(c, &st);
+	assert_int_equal(st.evictions, TINY);	/* all in the last insert */
+	assert_int_equal(st.dropped, TINY);
+	audit_ok(z);
+	cache_detach(c);
+	cache_zone_unmap(z);
+	for (int i = 0; i <= TINY; i++) {
+		snprintf(name, sizeof(name), "tiny%d.bin", i);
+		unlinkat(dirfd_root, name, 0);
+	}
+}
+
 /* Run fn in a child process that attaches as worker w; its exit status. */
 static int in_child(struct cache_zone *z, unsigned w,
 		    int (*fn)(struct cache_zone *z, struct cache *c, int arg),
@@ -616,6 +676,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_new_descriptor_survives_the_sweep,
 					  restore_nofile),
 		cmocka_unit_test(test_pinned_body_outlives_eviction),
+		cmocka_unit_test(test_policy_drops_every_evicted_file),
 		cmocka_unit_test(test_workers_share_one_copy),
 		cmocka_unit_test(test_death_holding_the_lock_rebuilds),
 		cmocka_unit_test(test_worker_gone_releases_pins_and_loads),
