@@ -12,7 +12,8 @@
 # start-up and shutdown cancel out.  Prints one line per process: the
 # worker, and for fastcgi the application.  BUILD (default build/) picks
 # the Meson tree; N1, N2 (default 1000, 3000) the request counts; ARGS
-# more zchttpd options (ARGS="--event io_uring").
+# more zchttpd options (ARGS="--event io_uring"); KEEP=DIR keeps the
+# callgrind files there (DIR/N1, DIR/N2) for callgrind_annotate.
 # The static file is served from the cache after the warm-up (a hit).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,8 +28,12 @@ fastcgi) transport=${2:?zc or sock}; size=${3:?SIZE}; path="/gen?size=$size" ;;
 esac
 command -v valgrind >/dev/null || { echo "needs valgrind" >&2; exit 2; }
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${KEEP:-}" ]; then
+	work=$KEEP; mkdir -p "$work"
+else
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+fi
 mkdir -p "$work/root"
 [ "$kind" = static ] && head -c "$size" /dev/urandom > "$work/root/f"
 

@@ -120,6 +120,11 @@ void zc_pool_put(zc_pool *pool);
 void zc_pool_recycle(zc_pool *pool, zc_buf *buf);
 /* Import a pool from a received memfd (channel.c, zc_pool_recv). */
 int zc_pool_import_fd(int fd, zc_pool **out);
+/* The bytes of one zc_pool_send message and the descriptor that came with
+ * it (taken: closed on failure), already read by the caller (channel_ctl.c
+ * reads the channel's control socket itself); -EPROTO if they disagree. */
+#define ZC_POOL_MSG_SIZE 24u
+int zc_pool_msg_import(const void *msg, size_t len, int fd, zc_pool **out);
 
 /* ---------------------------------------------------------------- buffers */
 
