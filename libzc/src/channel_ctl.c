@@ -116,7 +116,7 @@ static ssize_t chunk_read(zc_channel *ch, struct chunk *c, size_t max,
 		.msg_iov = &iov, .msg_iovlen = 1,
 		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
 	};
-	bool extra = false;
+	size_t room = CHUNK_FDS - c->nfds, came;
 	ssize_t n;
 
 	do
@@ -124,27 +124,10 @@ static ssize_t chunk_read(zc_channel *ch, struct chunk *c, size_t max,
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == ECONNRESET ? -EPIPE : -errno;
-	for (struct cmsghdr *m = CMSG_FIRSTHDR(&mh); m;
-	     m = CMSG_NXTHDR(&mh, m)) {
-		size_t k;
-
-		if (m->cmsg_level != SOL_SOCKET || m->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (m->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(m) + i * sizeof(int), sizeof(int));
-			if (c->nfds < CHUNK_FDS) {
-				c->fds[c->nfds++] = f;
-			} else {
-				close(f);
-				extra = true;
-			}
-		}
-	}
+	came = zc_sock_take_fd_array(&mh, c->fds + c->nfds, room);
+	c->nfds += came < room ? (unsigned)came : (unsigned)room;
 	c->len += (size_t)n;
-	if (extra || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+	if (came > room || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		return -EPROTO;
 	return n;
 }

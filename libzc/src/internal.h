@@ -275,6 +275,9 @@ int zc_sock_send(int sock, const void *msg, size_t len, int fd, int flags);
 /* Descriptors a received message carried: the first goes to *fd if fd is
  * non-NULL and *fd < 0, every other one is closed. */
 void zc_sock_take_fds(struct msghdr *mh, int *fd);
+/* The same into fds[0..cap), in the order they came, the rest closed:
+ * how many came (more than cap: some were closed). */
+size_t zc_sock_take_fd_array(struct msghdr *mh, int *fds, size_t cap);
 
 /* --------------------------------------------------------------- backend */
 
