@@ -18,8 +18,8 @@
 # Prints one line per process: the
 # worker, and for fastcgi the application.  BUILD (default build/) picks
 # the Meson tree; N1, N2 (default 1000, 3000) the request counts; ARGS
-# more zchttpd options (ARGS="--event io_uring"); KEEP a folder where the
-# callgrind files of the N2 run stay (for callgrind_annotate).
+# more zchttpd options (ARGS="--event io_uring"); KEEP=DIR keeps the
+# callgrind files there (DIR/N1, DIR/N2) for callgrind_annotate.
 # The static file is served from the cache after the warm-up (a hit).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,8 +37,12 @@ command -v valgrind >/dev/null || { echo "needs valgrind" >&2; exit 2; }
 [ "$kind" = h2c ] && ! command -v h2load >/dev/null &&
 	{ echo "needs h2load (nghttp2-client)" >&2; exit 2; }
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${KEEP:-}" ]; then
+	work=$KEEP; mkdir -p "$work"
+else
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+fi
 mkdir -p "$work/root"
 [ "$kind" != fastcgi ] && head -c "$size" /dev/urandom > "$work/root/f"
 
@@ -119,7 +123,6 @@ biggest() {
 
 run "$n1"
 run "$n2"
-[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$work/$n2"/cg.* "$KEEP"/
 for proc in server/zchttpd apps/zcgen; do
 	[ "$proc" = apps/zcgen ] && [ "$kind" != fastcgi ] && continue
 	a=$(biggest "$work/$n1" "$proc") b=$(biggest "$work/$n2" "$proc")

@@ -85,14 +85,86 @@ int zc_ch_peek_type(int sock)
 	return n == 0 ? -EPIPE : t;
 }
 
-static int import_pool(zc_channel *ch)
+/*
+ * One read of the control socket: a buffer of messages with the
+ * descriptors that came with them.  A stream read joins the one-byte
+ * messages (doorbells above all: one per wake-up) that wait there, and
+ * the kernel ends it right after a message that carries descriptors, so
+ * one recvmsg takes every doorbell -- where a peek and a read took two
+ * system calls.  A message the buffer's end cuts in two is completed at
+ * once (its sender wrote it whole, so it is queued): nothing is kept
+ * between reads.
+ */
+#define CHUNK_BYTES 256
+#define CHUNK_FDS 8
+
+struct chunk {
+	unsigned char b[CHUNK_BYTES];
+	size_t len, off;
+	int fds[CHUNK_FDS];		/* in the order they came */
+	unsigned nfds, next_fd;
+};
+
+/* Read into c->b after what it holds, at most max bytes: the count (0 at
+ * EOF) or -errno.  Descriptors beyond CHUNK_FDS are closed: -EPROTO. */
+static ssize_t chunk_read(zc_channel *ch, struct chunk *c, size_t max,
+			  int flags)
+{
+	char cbuf[CMSG_SPACE(CHUNK_FDS * sizeof(int))];
+	struct iovec iov = { c->b + c->len, max };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	size_t room = CHUNK_FDS - c->nfds, came;
+	ssize_t n;
+
+	do
+		n = recvmsg(ch->sock, &mh, flags | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == ECONNRESET ? -EPIPE : -errno;
+	came = zc_sock_take_fd_array(&mh, c->fds + c->nfds, room);
+	c->nfds += came < room ? (unsigned)came : (unsigned)room;
+	c->len += (size_t)n;
+	if (came > room || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return -EPROTO;
+	return n;
+}
+
+/* The next descriptor that came, for the message that carries it; -1 if
+ * none did (the peer broke the protocol). */
+static int chunk_fd(struct chunk *c)
+{
+	return c->next_fd < c->nfds ? c->fds[c->next_fd++] : -1;
+}
+
+/* The size of a message of type t; 0 for one that may not come here. */
+static size_t msg_size(unsigned char t)
+{
+	switch (t) {
+	case ZC_CH_MSG_DOORBELL:
+	case ZC_CH_MSG_CLOSE:
+	case ZC_CH_MSG_RING:
+		return 1;
+	case ZC_CH_MSG_FILE:
+		return sizeof(struct file_msg);
+	case ZC_CH_MSG_HELLO:
+		return 0;	/* only once, at the handshake */
+	default:
+		return ZC_POOL_MSG_SIZE;	/* a pool share */
+	}
+}
+
+/* A pool share (fd taken). */
+static int import_pool(zc_channel *ch, const void *msg, int fd)
 {
 	struct zc_ch_imp_pool *v;
 	zc_pool *p;
-	int err = zc_pool_recv(ch->sock, &p);
+	int err = zc_pool_msg_import(msg, ZC_POOL_MSG_SIZE, fd, &p);
 
 	if (err)
-		return err == -EPIPE ? err : -EPROTO;
+		return err == -ENOMEM ? err : -EPROTO;
 	for (uint32_t i = 0; i < ch->n_imp_pools; i++) {
 		if (ch->imp_pools[i].id == p->id) {
 			/* Shared twice: a confused peer; keep the first. */
@@ -117,14 +189,14 @@ static int import_pool(zc_channel *ch)
 	return 0;
 }
 
-static int import_file(zc_channel *ch)
+/* A file share (fd taken). */
+static int import_file(zc_channel *ch, const void *msg, int fd)
 {
 	struct file_msg m;
 	zc_file *f;
-	int fd, err = zc_ch_read_msg(ch, &m, sizeof(m), &fd);
+	int err = 0;
 
-	if (err)
-		return err;
+	memcpy(&m, msg, sizeof(m));
 	if (fd < 0 || m.token >= ZC_CH_MAX_FILES)
 		err = -EPROTO;
 	if (!err && !ch->imp_files &&
@@ -162,111 +234,108 @@ static void ring_back(zc_channel *ch)
 	(void)zc_sock_send(ch->sock, &bell, 1, -1, MSG_DONTWAIT);
 }
 
-/* Read one control message if one is waiting: 1 done, 0 none, <0 error. */
-static int handle_msg(zc_channel *ch)
+/* Handle the whole message at m (type t). */
+static int handle_msg(zc_channel *ch, struct chunk *c, unsigned char t,
+		      const unsigned char *m, int *bells)
 {
-	unsigned char b;
-	int fd, err, t = zc_ch_peek_type(ch->sock);
-
-	if (t == -EAGAIN)
-		return 0;
-	if (t < 0)
-		return t;
 	switch (t) {
 	case ZC_CH_MSG_DOORBELL:
+		(*bells)++;
+		return 0;
 	case ZC_CH_MSG_CLOSE:
+		ch->peer_closed = true;
+		return 0;
 	case ZC_CH_MSG_RING:
-		err = zc_ch_read_msg(ch, &b, 1, &fd);
-		if (fd >= 0)
-			close(fd);
-		if (!err && t == ZC_CH_MSG_CLOSE)
-			ch->peer_closed = true;
-		if (!err && t == ZC_CH_MSG_DOORBELL)
-			bells_taken(ch);
-		if (!err && t == ZC_CH_MSG_RING)
-			ring_back(ch);
-		break;
+		ring_back(ch);
+		return 0;
 	case ZC_CH_MSG_FILE:
-		err = import_file(ch);
-		break;
-	case ZC_CH_MSG_HELLO:
-		err = -EPROTO;	/* only once, at the handshake */
-		break;
+		return import_file(ch, m, chunk_fd(c));
 	default:
-		err = import_pool(ch);
-		break;
+		return import_pool(ch, m, chunk_fd(c));
 	}
-	return err ? err : 1;
 }
 
 /*
- * Doorbells are the common message (one per wake-up) and carry nothing:
- * take every one at the head of the socket with one peek and one read.
- * Returns 1 if the peek saw nothing, or nothing but doorbells (so the
- * socket is empty now and there is nothing more to look for), 0 if it saw
- * something else, EOF or an error (handle_msg goes on, and reports them),
- * <0 on error.  A run stops before any other message, so no descriptor is
- * ever read here.
+ * Read the socket once, without blocking, and handle every message the
+ * read brought; *bells counts the doorbells among them.  1: the read was
+ * short (the socket had nothing more), 0: it filled the buffer (read
+ * again), -EAGAIN: nothing there, -EPIPE: EOF, other <0: error.
  */
-static int take_doorbells(zc_channel *ch)
+static int read_ctl(zc_channel *ch, int *bells)
 {
-	unsigned char b[64];
-	ssize_t n, k = 0, got;
+	struct chunk c;
+	ssize_t n;
+	int err = 0;
 
-	if (ch->socktype != SOCK_STREAM)
-		return 0;	/* one record per recv: nothing to batch */
-	do
-		n = recv(ch->sock, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		return 1;	/* empty: nothing more to look at */
-	if (n <= 0)
-		return 0;	/* EOF and errors: handle_msg reports them */
-	while (k < n && b[k] == ZC_CH_MSG_DOORBELL)
-		k++;
-	if (k == 0)
-		return 0;
-	do
-		got = recv(ch->sock, b, (size_t)k, MSG_DONTWAIT);
-	while (got < 0 && errno == EINTR);
-	if (got < 0)
-		return errno == ECONNRESET ? -EPIPE : -errno;
-	if (got != k)
-		return -EPROTO;	/* we are the socket's only reader */
-	bells_taken(ch);
-	return k == n && n < (ssize_t)sizeof(b);
-}
+	c.len = c.off = 0;
+	c.nfds = c.next_fd = 0;
+	n = chunk_read(ch, &c, sizeof(c.b), MSG_DONTWAIT);
+	if (n == 0)
+		return -EPIPE;
+	if (n < 0 && n != -EPROTO)
+		return (int)n;
+	if (n < 0)
+		err = -EPROTO;
+	while (!err && c.off < c.len) {
+		unsigned char t = c.b[c.off];
+		size_t size = msg_size(t), have = c.len - c.off;
 
-/* fast: stop after a run of doorbells that was all the peek saw.  That
- * can miss a message another process wrote after them (a different
- * writer's bytes are never glued to ours), which callers that wait again
- * on the socket will see; imp_find, which must find the share, asks for
- * everything. */
-static int drain(zc_channel *ch, bool fast)
-{
-	int r = fast ? take_doorbells(ch) : 0;
-
-	if (r == 0)
-		while ((r = handle_msg(ch)) > 0)
-			;
-	else if (r > 0)
-		r = 0;
-	if (r == -EPIPE) {
-		zc_ch_peer_gone(ch);
-		return r;
+		if (!size) {
+			err = -EPROTO;
+			break;
+		}
+		if (have < size) {
+			/* Cut by the buffer's end: the rest is queued.  A
+			 * packet socket never cuts one (-EPROTO). */
+			if (ch->socktype != SOCK_STREAM) {
+				err = -EPROTO;
+				break;
+			}
+			memmove(c.b, c.b + c.off, have);
+			c.off = 0;
+			c.len = have;
+			n = chunk_read(ch, &c, size - have, MSG_WAITALL);
+			if (n >= 0 && c.len != size)
+				n = n == 0 ? -EPIPE : -EPROTO;
+			if (n < 0) {
+				err = (int)n;
+				break;
+			}
+		}
+		err = handle_msg(ch, &c, t, c.b + c.off, bells);
+		c.off += size;
 	}
-	if (r < 0 && r != -EINTR)
-		return zc_ch_broke(ch, r == -ENOMEM ? r : -EPROTO);
-	return 0;
+	/* Descriptors no message claimed: a confused peer. */
+	while (c.next_fd < c.nfds) {
+		close(c.fds[c.next_fd++]);
+		if (!err)
+			err = -EPROTO;
+	}
+	if (err)
+		return err;
+	return c.len < sizeof(c.b);
 }
 
-int zc_ch_drain_sock(zc_channel *ch)
+/*
+ * Handle what the socket has.  fast: stop after a short read (the socket
+ * had nothing more when it was read; on a stream that is one read per
+ * wake-up).  That can miss a message another process wrote just after,
+ * which callers that wait again on the socket will see; imp_find, which
+ * must find the share, reads until the socket is empty.  *bells counts
+ * the doorbells taken.  0, or <0 as read_ctl.
+ */
+static int read_all(zc_channel *ch, bool fast, int *bells)
 {
-	return drain(ch, true);
+	int r;
+
+	do
+		r = read_ctl(ch, bells);
+	while (r == 0 || (r == 1 && (!fast || ch->socktype != SOCK_STREAM)));
+	return r == 1 || r == -EAGAIN ? 0 : r;
 }
 
-/* A drain's error, handled as drain() handles it. */
-static int drain_error(zc_channel *ch, int r)
+/* A read's error, handled: the peer gone, or the channel broken. */
+static int read_error(zc_channel *ch, int r)
 {
 	if (r == -EPIPE) {
 		zc_ch_peer_gone(ch);
@@ -275,6 +344,54 @@ static int drain_error(zc_channel *ch, int r)
 	if (r == -EINTR)
 		return r;
 	return zc_ch_broke(ch, r == -ENOMEM ? r : -EPROTO);
+}
+
+/* Handle what the socket has (read_all): the doorbells taken, or <0 as
+ * read_error. */
+static int drain(zc_channel *ch, bool fast)
+{
+	int bells = 0, r = read_all(ch, fast, &bells);
+
+	if (bells)
+		bells_taken(ch);
+	return r < 0 ? read_error(ch, r) : bells;
+}
+
+int zc_ch_drain_sock(zc_channel *ch)
+{
+	int r = drain(ch, true);
+
+	return r < 0 ? r : 0;
+}
+
+int zc_ch_take_bells(zc_channel *ch)
+{
+	return drain(ch, true);
+}
+
+/* Read and handle exactly the message of type t at the socket's head
+ * (zc_ch_peek_bells, which must leave the doorbells behind it). */
+static int read_one(zc_channel *ch, unsigned char t)
+{
+	struct chunk c;
+	size_t size = msg_size(t);
+	ssize_t n;
+	int bells = 0, err;
+
+	if (!size)
+		return -EPROTO;
+	c.len = c.off = 0;
+	c.nfds = c.next_fd = 0;
+	n = chunk_read(ch, &c, size, MSG_WAITALL);
+	if (n >= 0 && c.len != size)
+		n = n == 0 ? -EPIPE : -EPROTO;
+	err = n < 0 ? (int)n : handle_msg(ch, &c, t, c.b, &bells);
+	while (c.next_fd < c.nfds) {
+		close(c.fds[c.next_fd++]);
+		if (!err)
+			err = -EPROTO;
+	}
+	return err;
 }
 
 int zc_ch_peek_bells(zc_channel *ch)
@@ -289,20 +406,21 @@ int zc_ch_peek_bells(zc_channel *ch)
 		while (n < 0 && errno == EINTR);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;
+		if (n <= 0)
+			return read_error(ch, n == 0 || errno == ECONNRESET ?
+					  -EPIPE : -errno);
 		for (k = 0; k < n && b[k] == ZC_CH_MSG_DOORBELL; k++)
 			;
 		if (k > 0)
 			return (int)k;
-		/* A control message first (or EOF, an error): handled. */
-		r = handle_msg(ch);
+		/* A control message first: handled. */
+		r = read_one(ch, b[0]);
 		if (r < 0)
-			return drain_error(ch, r);
-		if (r == 0)
-			return 0;
+			return read_error(ch, r);
 	}
 }
 
-int zc_ch_take_bells(zc_channel *ch, int n)
+int zc_ch_take_counted_bells(zc_channel *ch, int n)
 {
 	unsigned char b[64];
 	ssize_t got;
@@ -313,7 +431,7 @@ int zc_ch_take_bells(zc_channel *ch, int n)
 		got = recv(ch->sock, b, (size_t)n, MSG_DONTWAIT);
 	while (got < 0 && errno == EINTR);
 	if (got < 0)
-		return drain_error(ch, errno == ECONNRESET ? -EPIPE : -errno);
+		return read_error(ch, errno == ECONNRESET ? -EPIPE : -errno);
 	/* We are the socket's only reader: they are still there. */
 	return got == n ? 0 : zc_ch_broke(ch, -EPROTO);
 }

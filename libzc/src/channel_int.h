@@ -252,16 +252,19 @@ bool zc_ch_ret_flush(zc_channel *ch);
 int zc_ch_read_msg(zc_channel *ch, void *buf, size_t len, int *fd);
 /* Type byte of the next message; -EAGAIN if none, -EPIPE at EOF. */
 int zc_ch_peek_type(int sock);
-/* Handle the control messages already there (a run of doorbells in one
- * read; see drain() for when it stops early): 0, -EPIPE once the peer is
- * gone, or the channel's (now sticky) error. */
+/* Handle the control messages already there (every doorbell in one read;
+ * see drain() for when it stops early): 0, -EPIPE once the peer is gone,
+ * or the channel's (now sticky) error. */
 int zc_ch_drain_sock(zc_channel *ch);
-/* The doorbells at the head of the socket, counted, not taken (control
- * messages before them are handled): how many, or a negative errno as
- * zc_ch_drain_sock's. */
+/* The same, for zc_ch_nb_wait: how many doorbells it took, or a negative
+ * errno as zc_ch_drain_sock's. */
+int zc_ch_take_bells(zc_channel *ch);
+/* For a wait that must leave doorbells to another caller: the doorbells at
+ * the head of the socket, counted, not taken (control messages before
+ * them are handled), or a negative errno as zc_ch_drain_sock's; then take
+ * the n counted. */
 int zc_ch_peek_bells(zc_channel *ch);
-/* Take n doorbells zc_ch_peek_bells counted. */
-int zc_ch_take_bells(zc_channel *ch, int n);
+int zc_ch_take_counted_bells(zc_channel *ch, int n);
 /* Share a pool / a file with the peer, once (ordering rule: before any
  * descriptor names it). */
 int zc_ch_share_pool(zc_channel *ch, zc_pool *pool);

@@ -341,11 +341,10 @@ static int send_room(zc_channel *ch, const zc_agg *agg)
 	/* Now and then look at the socket even when nothing waits: this is
 	 * how a sender that never blocks learns that its peer died. */
 	if (++ch->sends % 64 == 0) {
-		/* Doorbells only when no caller waits for one (channel_wait.c,
-		 * zc_ch_nb_wait); control messages and EOF either way. */
-		if (ch->rx_waiting || ch->tx_waiting)
-			zc_ch_peek_bells(ch);
-		else
+		/* Not while a caller waits: its doorbells are its own
+		 * (channel_wait.c, zc_ch_nb_wait), and its event loop watches
+		 * the socket, so it will read the news itself. */
+		if (!ch->rx_waiting && !ch->tx_waiting)
 			zc_ch_drain_sock(ch);
 		zc_ch_reap_maybe();
 	}

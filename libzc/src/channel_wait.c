@@ -132,10 +132,10 @@ int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
 	struct pollfd p = { .fd = ch->sock, .events = POLLIN };
 	int r = spin(ch, ready);
 
+	/* The socket is read after poll, not before: whatever waits there
+	 * (a doorbell from before, a control message, EOF) makes poll return
+	 * at once, and a read that finds nothing costs a system call. */
 	while (r == 0) {
-		r = zc_ch_drain_sock(ch);
-		if (r < 0)
-			break;
 		zc_ch_flush_returns(ch);
 		r = zc_ch_prepare_sleep(ch, ready, want);
 		if (r)
@@ -144,6 +144,8 @@ int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
 			r = -EINTR;
 		atomic_store_explicit(&ch->tx.shm->sleeping.v, 0,
 				      memory_order_relaxed);
+		if (r == 0)
+			r = zc_ch_drain_sock(ch);
 	}
 	return r < 0 ? r : 0;
 }
@@ -151,7 +153,16 @@ int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
 /*
  * The non-blocking wait, for every caller waiting for something on the
  * channel -- this one (own) and any earlier one still told -EAGAIN
- * (rx_waiting, tx_waiting):
+ * (rx_waiting, tx_waiting).
+ *
+ * Alone (the common case: a recv waiting for data), it takes every
+ * doorbell with one read of the socket (channel_ctl.c), announces its
+ * wait (the flag bit: the peer rings for it), looks at its condition
+ * again, and goes on or sleeps: a bell that came before the look is
+ * answered by it, one after it wakes us.
+ *
+ * With another wait pending, a bell may be that one's, and must not be
+ * taken from it:
  *
  *   1. count the doorbells now at the head of the socket, taking none;
  *   2. announce every wait (the flag bits: the peer rings for any of them);
@@ -182,13 +193,21 @@ int zc_ch_nb_wait(zc_channel *ch, unsigned own, zc_ch_ready_fn room_ready)
 		ch->rx_waiting = true;
 	if (own & ZC_RING_WANT_ROOM)
 		ch->tx_waiting = true;
-	bells = zc_ch_peek_bells(ch);
-	if (bells < 0)
-		return bells;
 	if (ch->rx_waiting)
 		want |= ZC_RING_WANT_DATA;
 	if (ch->tx_waiting)
 		want |= ZC_RING_WANT_ROOM;
+	if (!(want & ~own) && (own == ZC_RING_WANT_DATA || room_ready)) {
+		bells = zc_ch_take_bells(ch);
+		ch->bells_lost = false;	/* no other caller to miss them */
+		if (bells < 0)
+			return bells;
+		return zc_ch_prepare_sleep(ch, own == ZC_RING_WANT_DATA ?
+					   zc_ch_data_ready : room_ready, own);
+	}
+	bells = zc_ch_peek_bells(ch);
+	if (bells < 0)
+		return bells;
 	atomic_fetch_or(&ch->tx.shm->sleeping.v, want);	/* seq_cst */
 	if (ch->rx_waiting)
 		data = zc_ch_data_ready(ch);
@@ -208,5 +227,5 @@ int zc_ch_nb_wait(zc_channel *ch, unsigned own, zc_ch_ready_fn room_ready)
 		return 0;
 	}
 	ch->bells_lost = false;
-	return zc_ch_take_bells(ch, bells);
+	return zc_ch_take_counted_bells(ch, bells);
 }

@@ -120,6 +120,11 @@ void zc_pool_put(zc_pool *pool);
 void zc_pool_recycle(zc_pool *pool, zc_buf *buf);
 /* Import a pool from a received memfd (channel.c, zc_pool_recv). */
 int zc_pool_import_fd(int fd, zc_pool **out);
+/* The bytes of one zc_pool_send message and the descriptor that came with
+ * it (taken: closed on failure), already read by the caller (channel_ctl.c
+ * reads the channel's control socket itself); -EPROTO if they disagree. */
+#define ZC_POOL_MSG_SIZE 24u
+int zc_pool_msg_import(const void *msg, size_t len, int fd, zc_pool **out);
 
 /* ---------------------------------------------------------------- buffers */
 
@@ -270,6 +275,9 @@ int zc_sock_send(int sock, const void *msg, size_t len, int fd, int flags);
 /* Descriptors a received message carried: the first goes to *fd if fd is
  * non-NULL and *fd < 0, every other one is closed. */
 void zc_sock_take_fds(struct msghdr *mh, int *fd);
+/* The same into fds[0..cap), in the order they came, the rest closed:
+ * how many came (more than cap: some were closed). */
+size_t zc_sock_take_fd_array(struct msghdr *mh, int *fds, size_t cap);
 
 /* --------------------------------------------------------------- backend */
 

@@ -445,6 +445,7 @@ struct pool_msg {
 	uint64_t id;
 	uint64_t size;
 };
+_Static_assert(sizeof(struct pool_msg) == ZC_POOL_MSG_SIZE, "internal.h");
 
 /*
  * The descriptor peers get: a read-only reopening of the memfd, so that a
@@ -480,6 +481,33 @@ int zc_pool_send(int sock, const zc_pool *pool)
 			    0);
 }
 
+int zc_pool_msg_import(const void *msg, size_t len, int fd, zc_pool **out)
+{
+	struct pool_msg m;
+	int err;
+
+	*out = NULL;
+	if (len != sizeof(m) || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -EPROTO;
+	}
+	memcpy(&m, msg, sizeof(m));
+	if (m.magic != ZC_POOL_MSG_MAGIC) {
+		close(fd);
+		return -EPROTO;
+	}
+	err = zc_pool_import_fd(fd, out);
+	if (err == 0 && ((*out)->id != m.id || (*out)->size != m.size)) {
+		zc_pool_put(*out);
+		*out = NULL;
+		return -EPROTO;	/* zc_pool_put closed fd */
+	}
+	if (err)
+		close(fd);
+	return err;
+}
+
 int zc_pool_recv(int sock, zc_pool **out)
 {
 	char cbuf[CMSG_SPACE(4 * sizeof(int))];
@@ -488,7 +516,7 @@ int zc_pool_recv(int sock, zc_pool **out)
 	struct msghdr mh = { 0 };
 	struct cmsghdr *c;
 	ssize_t n;
-	int fd, err;
+	int fd;
 
 	if (!out)
 		return -EINVAL;
@@ -507,7 +535,7 @@ int zc_pool_recv(int sock, zc_pool **out)
 	if (n == 0)
 		return -EPIPE;
 	c = CMSG_FIRSTHDR(&mh);
-	if (n != (ssize_t)sizeof(m) || m.magic != ZC_POOL_MSG_MAGIC ||
+	if (n != (ssize_t)sizeof(m) ||
 	    (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || !c ||
 	    c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
 	    c->cmsg_len != CMSG_LEN(sizeof(int)) || CMSG_NXTHDR(&mh, c)) {
@@ -515,13 +543,5 @@ int zc_pool_recv(int sock, zc_pool **out)
 		return -EPROTO;
 	}
 	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	err = zc_pool_import_fd(fd, out);
-	if (err == 0 && ((*out)->id != m.id || (*out)->size != m.size)) {
-		zc_pool_put(*out);
-		*out = NULL;
-		return -EPROTO;	/* zc_pool_put closed fd */
-	}
-	if (err)
-		close(fd);
-	return err;
+	return zc_pool_msg_import(&m, sizeof(m), fd, out);
 }

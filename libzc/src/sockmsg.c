@@ -38,8 +38,10 @@ int zc_sock_send(int sock, const void *msg, size_t len, int fd, int flags)
 	return (size_t)n == len ? 0 : -EPROTO;
 }
 
-void zc_sock_take_fds(struct msghdr *mh, int *fd)
+size_t zc_sock_take_fd_array(struct msghdr *mh, int *fds, size_t cap)
 {
+	size_t came = 0;
+
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		size_t nfd;
 
@@ -50,10 +52,22 @@ void zc_sock_take_fds(struct msghdr *mh, int *fd)
 			int f;
 
 			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (fd && *fd < 0)
-				*fd = f;
+			if (came < cap)
+				fds[came] = f;
 			else
 				close(f);
+			came++;
 		}
 	}
+	return came;
+}
+
+void zc_sock_take_fds(struct msghdr *mh, int *fd)
+{
+	int none;
+
+	if (fd && *fd < 0)
+		zc_sock_take_fd_array(mh, fd, 1);
+	else
+		zc_sock_take_fd_array(mh, &none, 0);
 }

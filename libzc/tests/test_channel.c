@@ -848,13 +848,16 @@ static void test_stream_socket(void **state)
 }
 
 /*
- * Doorbells are taken in runs (channel_ctl.c): a burst of them ahead of a
- * pool share on a stream socket, and a burst longer than one peek, must
- * neither hide the share nor eat into it; every message arrives.
+ * Doorbells are taken in runs (channel_ctl.c reads 256 bytes at a time): a
+ * burst of them ahead of a pool share on a stream socket, a burst longer
+ * than one read, and one after which the read's end cuts the share in two
+ * (240 bells + a 24-byte share), must neither hide the share nor eat into
+ * it; every message arrives.
  */
 static void test_doorbell_runs(void **state)
 {
-	static const unsigned char bells[200] = { [0 ... 199] = 0xD0 };
+	static const unsigned char bells[300] = { [0 ... 299] = 0xD0 };
+	static const size_t burst[] = { 1, 63, 64, 200, 240, 255, 256, 300 };
 	struct opener o = { 0 };
 	zc_channel *a;
 	struct msg m;
@@ -865,11 +868,12 @@ static void test_doorbell_runs(void **state)
 	(void)state;
 	pool = stream_channels(sv, &a, &o);
 	assert_int_equal(zc_channel_set_nonblock(o.ch, 1), 0);
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < (int)(sizeof(burst) / sizeof(burst[0]));
+	     round++) {
 		/* Rings from a (as if it had woken us that often), then a
 		 * message from a pool o.ch has never seen: its share comes
 		 * after the bells on the socket. */
-		size_t nb = round == 0 ? 1 : round == 1 ? 63 : round == 2 ? 64 : 200;
+		size_t nb = burst[round];
 
 		assert_int_equal(write(sv[0], bells, nb), (ssize_t)nb);
 		assert_int_equal(zc_pool_create(1 * MiB, &fresh), 0);
@@ -881,7 +885,7 @@ static void test_doorbell_runs(void **state)
 		msg_free(&m);
 		/* Bells alone: drained, and then there is nothing to read. */
 		assert_int_equal(write(sv[0], bells, nb), (ssize_t)nb);
-		for (int i = 0; i < 4; i++)	/* 200 bells: 4 peeks */
+		for (int i = 0; i < 4; i++)
 			assert_int_equal(zc_channel_recv(o.ch, &got), -EAGAIN);
 		{
 			char c;
