@@ -286,9 +286,9 @@ def cmd_static(a):
     else:
         a.duration_s = a.duration
     if a.protocol != "http/1.1":
-        from .servers import H2_KINDS
-        other = [n for n in a.servers if n not in H2_KINDS]
-        a.servers = [n for n in a.servers if n in H2_KINDS]
+        from .servers import H2_KINDS, speaks_http2
+        other = [n for n in a.servers if not speaks_http2(n)]
+        a.servers = [n for n in a.servers if speaks_http2(n)]
         if other:
             print(f"zcbench: --protocol {a.protocol}: {', '.join(other)} left out (HTTP/2 is "
                   f"measured on {', '.join(H2_KINDS)})", file=sys.stderr)

@@ -69,8 +69,14 @@ VARIANTS = {"zchttpd-uring": ("zchttpd", ["--event", "io_uring"]),
             "zchttpd-tls": ("zchttpd", []),
             "nginx-tls": ("nginx", [])}
 TLS_NAMES = ("zchttpd-tls", "nginx-tls")
+
 PROTOCOLS = ("http/1.1", "h2", "h2c")
 H2_KINDS = ("zchttpd", "nginx", "h2o")   # the servers that speak HTTP/2
+
+def speaks_http2(name):
+    """Can `--protocol h2|h2c` measure this server?  A variant speaks what
+    its kind speaks (zchttpd-copy is zchttpd with other cache options)."""
+    return VARIANTS.get(name, (name, []))[0] in H2_KINDS
 PRIVATE_NAMES = {"zchttpd": "zc_httpd", "floor": "zc_floor"}   # see Server._private
 
 
@@ -231,7 +237,7 @@ class Server:
             raise ServerError(f"unknown server {name!r} (known: {', '.join(NAMES)})")
         if protocol not in PROTOCOLS:
             raise ServerError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
-        if protocol != "http/1.1" and name not in H2_KINDS:
+        if protocol != "http/1.1" and not speaks_http2(name):
             raise ServerError(f"{name} does not speak HTTP/2 (--protocol {protocol}: "
                               f"{', '.join(H2_KINDS)})")
         self.protocol = protocol
