@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/h2c-cpu.sh - CPU time (user + system) of one zchttpd worker per h2c
-# request, for two builds side by side: each serves N requests of a
+# (or, with PROTO=h2, h2 over TLS) request, for two builds side by side: each serves N requests of a
 # SIZE-byte file (h2load, CONNS connections with 10 streams each, after a
 # warm-up), RUNS times, alternating the builds; prints each run's
 # microseconds per request and the medians.  CPU time moves less with
@@ -10,12 +10,14 @@
 #   bench/h2c-cpu.sh BUILD_A BUILD_B SIZE [N] [RUNS]
 #                    (N: default 100000; RUNS: default 5; CONNS=1;
 #                     ARGS_A, ARGS_B: more zchttpd options for each, to
-#                     compare options of one build)
+#                     compare options of one build; PROTO=h2: over TLS,
+#                     with a certificate made here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 a=$(realpath "${1:?BUILD_A}") b=$(realpath "${2:?BUILD_B}")
 size=${3:?SIZE} n=${4:-100000} runs=${5:-5} conns=${CONNS:-1}
+proto=${PROTO:-h2c}
 command -v h2load >/dev/null || { echo "needs h2load" >&2; exit 2; }
 work=$(mktemp -d)
 pid=
@@ -26,19 +28,33 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$work/root"
 head -c "$size" /dev/urandom > "$work/root/f"
+if [ "$proto" = h2 ]; then
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-keyout "$work/key.pem" -out "$work/cert.pem" -days 2 \
+		-subj /CN=localhost 2>/dev/null
+fi
 hz=$(getconf CLK_TCK)
 
 # cpu_ticks PID: utime + stime of a process, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # one BUILD ARGS: microseconds of worker CPU per request for N requests.
 one() {
-	local port url worker t0 t1
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	local port plain url worker t0 t1 listen
+	port=$(free_port) plain=$(free_port)
+	listen=(--listen "127.0.0.1:$port") url=http://127.0.0.1:$port/f
+	if [ "$proto" = h2 ]; then
+		listen=(--listen "127.0.0.1:$plain" --tls-listen "127.0.0.1:$port"
+			--tls-cert "$work/cert.pem" --tls-key "$work/key.pem")
+		url=https://127.0.0.1:$port/f
+	fi
 	"$1/server/zchttpd" --root "$work/root" --workers 1 --io-threads 0 \
-		--http2 on $2 --listen "127.0.0.1:$port" 2>/dev/null &
+		--http2 on $2 "${listen[@]}" 2>/dev/null &
 	pid=$!
-	url=http://127.0.0.1:$port/f
 	for i in $(seq 100); do
 		h2load -n 1 -c 1 "$url" 2>/dev/null | grep -q '1 succeeded' && break
 		sleep 0.1
@@ -61,6 +77,6 @@ for r in $(seq "$runs"); do
 	rb+=("$(one "$b" "${ARGS_B:-}")")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-echo "worker CPU us per h2c request, $size bytes, $n requests x $runs runs, $conns connection(s) x 10 streams:"
+echo "worker CPU us per $proto request, $size bytes, $n requests x $runs runs, $conns connection(s) x 10 streams:"
 echo "  A $a ${ARGS_A:-}: ${ra[*]} (median $(median "${ra[@]}"))"
 echo "  B $b ${ARGS_B:-}: ${rb[*]} (median $(median "${rb[@]}"))"

@@ -271,6 +271,20 @@ assert j["connections"]["timeouts"] >= 1, j["connections"]' "$output"
 	cmp "$BATS_TEST_TMPDIR/got" "$ROOT/big.bin"
 }
 
+@test "a slow reader with a small receive buffer: the socket fills in the middle of many records, every byte arrives" {
+	two_certs
+	# 12 MB is more than a socket's send buffer can grow to (tcp_wmem's
+	# 4 MiB here), so the server's writes meet a full socket many times
+	# (about 30 EAGAINs under strace), most of them part-way through the
+	# records of one copy; mid.bin goes from the file, then the cache.
+	head -c 12000001 /dev/urandom > "$ROOT/huge.bin"
+	run $TLSC slow "$TPORT" "$ROOT" huge.bin mid.bin record.bin mid.bin huge.bin
+	[ "$status" -eq 0 ]
+	[ "$output" = "slow 5 ok" ]
+	curl -sk -o "$BATS_TEST_TMPDIR/got" "$TURL/big.bin"
+	cmp "$BATS_TEST_TMPDIR/got" "$ROOT/big.bin"
+}
+
 @test "request bodies reach a FastCGI application byte-exact over HTTPS, by length and chunked" {
 	head -c 5000000 /dev/urandom > "$BATS_TEST_TMPDIR/body"
 	LD_LIBRARY_PATH="$OURS" two_certs --max-body 10m \

@@ -13,19 +13,16 @@
 
 #include "internal.h"
 
-/* Read exactly len bytes of a file extent; -ESTALE if the file changed or
- * ended early. */
-static int copy_file_bytes(zc_file *f, uint64_t off, void *dst, size_t len)
-{
-	int err = zc_file_check(f);
-
-	return err ? err : zc_pread_exact(f->fd, off, dst, len);
-}
-
+/* File extents: checked (-ESTALE if the file changed), then read exactly
+ * (-ESTALE if it ended early). */
 ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len)
 {
 	unsigned char *out = dst;
 	size_t done = 0;
+	/* A file is checked against its version once per call: the extents
+	 * of one file that a call copies (a response's body cut into frames
+	 * with headers between them) come from the same moment. */
+	const zc_file *checked = NULL;
 
 	if (!agg || (!dst && len))
 		return -EINVAL;
@@ -50,8 +47,13 @@ ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len)
 		} else if (s->kind == ZC_SLICE_MEM) {
 			memcpy(out + done, s->mem + s->off + off, take);
 		} else {
-			err = copy_file_bytes(s->file, s->off + off,
-					      out + done, take);
+			if (s->file != checked) {
+				err = zc_file_check(s->file);
+				checked = s->file;
+			}
+			if (!err)
+				err = zc_pread_exact(s->file->fd, s->off + off,
+						     out + done, take);
 		}
 		if (err)
 			return err;

@@ -401,7 +401,7 @@ bool tls_pending(const struct tls_conn *tc)
 ssize_t tls_send(struct tls_conn *tc, zc_agg *agg, char *bounce,
 		 struct tls_stats *st)
 {
-	size_t len = zc_agg_len(agg);
+	size_t len = zc_agg_len(agg), sent = 0;
 	ssize_t k;
 	int r, e;
 
@@ -423,19 +423,29 @@ ssize_t tls_send(struct tls_conn *tc, zc_agg *agg, char *bounce,
 		return k;
 	if ((size_t)k != len)
 		return -EIO;	/* a file shrank under its response */
-	ERR_clear_error();
-	errno = 0;
-	r = SSL_write(tc->ssl, bounce, (int)len);
-	if (r > 0) {
-		tc->retry_len = 0;
-		zc_agg_trim_front(agg, (size_t)r);
-		st->user_bytes += (uint64_t)r;
-		return r;
+	/* SSL_MODE_ENABLE_PARTIAL_WRITE: each SSL_write sends at least one
+	 * record and says how much; go on through the copy until it is sent
+	 * or the socket is full. */
+	while (sent < len) {
+		ERR_clear_error();
+		errno = 0;
+		r = SSL_write(tc->ssl, bounce + sent, (int)(len - sent));
+		if (r > 0) {
+			tc->retry_len = 0;
+			zc_agg_trim_front(agg, (size_t)r);
+			st->user_bytes += (uint64_t)r;
+			sent += (size_t)r;
+			continue;
+		}
+		e = SSL_get_error(tc->ssl, r);
+		if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+			/* The next call must offer these bytes again: they
+			 * are the front of agg now. */
+			tc->retry_len = len - sent;
+			return sent ? (ssize_t)sent : -EAGAIN;
+		}
+		k = broken(tc, e);
+		return sent ? (ssize_t)sent : k;	/* then -EPIPE */
 	}
-	e = SSL_get_error(tc->ssl, r);
-	if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
-		tc->retry_len = len;
-		return -EAGAIN;
-	}
-	return broken(tc, e);
+	return (ssize_t)sent;
 }

@@ -25,8 +25,12 @@
 struct zh_tls;
 struct tls_conn;
 
-/* Largest piece tls_send encrypts at once: one TLS record. */
-#define TLS_BOUNCE (16u << 10)
+/* Largest piece tls_send copies out of a response at once: four full TLS
+ * records.  One copy-out per record read each file extent it touched
+ * separately (an HTTP/2 DATA frame's 9-byte header splits every 16 KiB
+ * in two: 13 preads per 100 KB response); four records per copy-out read
+ * each extent about once. */
+#define TLS_BOUNCE (64u << 10)
 
 /* Load every certificate and set the protocol up; on failure a message
  * naming the file and OpenSSL's reason is in err, and -1 returned. */
@@ -59,8 +63,8 @@ ssize_t tls_recv(struct tls_conn *tc, void *buf, size_t len);
  * them before waiting for the socket). */
 bool tls_pending(const struct tls_conn *tc);
 /* Encrypt and send the front of agg (at most TLS_BOUNCE bytes, copied
- * through bounce): bytes sent and trimmed from agg, -EAGAIN, or another
- * -errno. */
+ * through bounce, as records until all are sent or the socket is full):
+ * bytes sent and trimmed from agg, -EAGAIN, or another -errno. */
 ssize_t tls_send(struct tls_conn *tc, zc_agg *agg, char *bounce,
 		 struct tls_stats *st);
 

@@ -9,6 +9,12 @@
                                            1.3); prints how many resumed of 8
   tlsclient.py cut PORT PATH               start a large download, read a
                                            little, vanish with a reset
+  tlsclient.py slow PORT ROOT NAME...      GET each file, one after the other
+                                           on one connection, through a 4 KiB
+                                           receive buffer read in small, paced
+                                           pieces (the server's socket fills in
+                                           the middle of its writes again and
+                                           again); every body byte-exact
 
 Certificates are not verified (the tests' are self-signed); the checks are
 about the bytes and the sessions.
@@ -18,6 +24,7 @@ import socket
 import ssl
 import struct
 import sys
+import time
 
 
 def context(version=None):
@@ -102,6 +109,42 @@ def cut(port, path):
     print("cut")
 
 
+def slow(port, root, names):
+    raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(60)
+    raw.connect(("127.0.0.1", port))
+    s = context().wrap_socket(raw, server_hostname="a.test")
+    f = s.makefile("rb", buffering=0)
+    for name in names:
+        s.sendall(b"GET /%s HTTP/1.1\r\nHost: a.test\r\n\r\n" % name.encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            piece = f.read(1)
+            if not piece:
+                sys.exit("%s: connection closed in the head" % name)
+            head += piece
+        status = int(head.split()[1])
+        length = int([l.split(b":")[1] for l in head.split(b"\r\n")
+                      if l.lower().startswith(b"content-length:")][0])
+        body = bytearray()
+        n = 0
+        while len(body) < length:
+            piece = f.read(min(3000, length - len(body)))
+            if not piece:
+                break
+            body += piece
+            n += 1
+            if n % 8 == 0:
+                time.sleep(0.002)
+        with open(os.path.join(root, name), "rb") as fh:
+            if status != 200 or bytes(body) != fh.read():
+                sys.exit("%s: status %d, %d of %d bytes, wrong"
+                         % (name, status, len(body), length))
+    s.close()
+    print("slow %d ok" % len(names))
+
+
 def main():
     cmd, port = sys.argv[1], int(sys.argv[2])
     if cmd == "pipeline":
@@ -110,6 +153,8 @@ def main():
         resume(port, sys.argv[3])
     elif cmd == "cut":
         cut(port, sys.argv[3])
+    elif cmd == "slow":
+        slow(port, sys.argv[3], sys.argv[4:])
     else:
         sys.exit("unknown command " + cmd)
 
