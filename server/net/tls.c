@@ -59,6 +59,8 @@ struct tls_conn {
 	bool kernel;			/* kTLS sends */
 	bool broken;			/* a fatal error: no close_notify */
 	bool notified;			/* close_notify sent */
+	bool buffered;			/* read ahead: records may wait in
+					 * OpenSSL's buffer, unseen by epoll */
 	size_t retry_len;		/* an SSL_write to repeat as it was */
 };
 
@@ -308,6 +310,16 @@ int tls_handshake(struct tls_conn *tc, struct tls_stats *st)
 #ifdef BIO_get_ktls_send
 		tc->kernel = BIO_get_ktls_send(SSL_get_wbio(tc->ssl));
 #endif
+		/* From here on OpenSSL reads what the socket has, not a
+		 * record's 5-byte header and then its rest: one read per
+		 * record or fewer (several requests' records at once).  Not
+		 * during the handshake, whose keys the kernel may take over
+		 * for receiving only if nothing past it was read; not where
+		 * it did (kTLS receive reads records itself). */
+#ifdef BIO_get_ktls_recv
+		if (!BIO_get_ktls_recv(SSL_get_rbio(tc->ssl)))
+#endif
+			SSL_set_read_ahead(tc->ssl, 1);
 		st->handshakes++;
 		if (SSL_session_reused(tc->ssl))
 			st->resumed++;
@@ -377,6 +389,11 @@ ssize_t tls_recv(struct tls_conn *tc, void *buf, size_t len)
 	ERR_clear_error();
 	errno = 0;
 	r = SSL_read(tc->ssl, buf, len > INT_MAX ? INT_MAX : (int)len);
+	/* Raw bytes read ahead may hold whole records: the caller reads
+	 * again before it waits.  After a read that needed the socket and
+	 * found it empty, what is held is at most part of a record, whose
+	 * rest the socket's readiness will announce. */
+	tc->buffered = r > 0 && SSL_has_pending(tc->ssl);
 	if (r > 0)
 		return r;
 	e = SSL_get_error(tc->ssl, r);
@@ -393,9 +410,9 @@ ssize_t tls_recv(struct tls_conn *tc, void *buf, size_t len)
 
 bool tls_pending(const struct tls_conn *tc)
 {
-	/* Decrypted bytes only: a partial record still needs the socket,
-	 * whose readiness epoll reports. */
-	return !tc->broken && SSL_pending(tc->ssl) > 0;
+	/* Decrypted bytes, or raw ones read ahead since the last read that
+	 * made progress (tls_recv says why that is enough). */
+	return !tc->broken && (SSL_pending(tc->ssl) > 0 || tc->buffered);
 }
 
 ssize_t tls_send(struct tls_conn *tc, zc_agg *agg, char *bounce,
