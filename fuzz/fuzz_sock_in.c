@@ -13,7 +13,11 @@
  *     io_uring loop's receives do, the last completion after the cancel;
  *   - HTTPS: records of sizes the script gives, decoded whole when all of
  *     a record is in, handed out as far as the reader has room, the rest
- *     held decoded (OpenSSL's SSL_pending);
+ *     held decoded (OpenSSL's SSL_pending); with read-ahead (tls.c after
+ *     the handshake) bytes past the record are said to be held too after
+ *     a read that made progress, though they may be only part of the next
+ *     record, so a read may then find nothing (-EAGAIN) and the source
+ *     says nothing is held until it made progress again;
  *   - the owner fills, reads, consumes from the front (a request
  *     answered) or after a head (a body taken), and gives its buffer back.
  * Asserted after every step: the window is exactly the stream's next
@@ -59,6 +63,7 @@ struct sim {
 	size_t rq;
 	/* HTTPS: the record [rec_start, rec_end) decoded, dec handed out. */
 	bool tls;
+	bool ahead, buffered;		/* read-ahead; raw bytes held */
 	size_t rec_end, dec;
 	const uint8_t *rec_sizes;
 	size_t nrec_sizes, next_rec;
@@ -88,9 +93,11 @@ static ssize_t sim_recv(void *ctx, void *buf, size_t len)
 		if (s->dec == s->rec_end) {
 			size_t end = next_record_end(s);
 
-			if (end == s->rec_end || s->sent < end)
+			if (end == s->rec_end || s->sent < end) {
+				s->buffered = false;
 				return s->closed && s->rec_end == s->n ? 0
 								       : -EAGAIN;
+			}
 			s->dec = s->rec_end;
 			s->rec_end = s->taken = end;
 			s->next_rec++;
@@ -101,6 +108,7 @@ static ssize_t sim_recv(void *ctx, void *buf, size_t len)
 		for (size_t i = 0; i < k; i++)
 			((uint8_t *)buf)[i] = stream_byte(s->dec + i);
 		s->dec += k;
+		s->buffered = s->ahead && s->sent > s->rec_end;
 		return (ssize_t)k;
 	}
 	k = s->sent - s->taken;
@@ -121,7 +129,7 @@ static bool sim_decoded(void *ctx)
 {
 	const struct sim *s = ctx;
 
-	return s->dec < s->rec_end;
+	return s->dec < s->rec_end || s->buffered;
 }
 
 /* The owner's view: what it consumed, and the window it should see. */
@@ -274,6 +282,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 4)
 		return 0;
 	s.tls = data[0] & 1;
+	s.ahead = data[0] & 2;
 	cap = 8 + (size_t)data[1] * 8;		/* 8 .. 2048 */
 	over_max = 64 + (size_t)data[2] * 64;	/* 64 .. 16384 */
 	s.n = (size_t)data[3] * 64;		/* 0 .. 16320 */
