@@ -17,56 +17,23 @@ cd "$(dirname "$0")/.."
 
 a=$(realpath "${1:?BUILD_A}") b=$(realpath "${2:?BUILD_B}")
 size=${3:?SIZE} n=${4:-100000} runs=${5:-5} conns=${CONNS:-1}
-proto=${PROTO:-h2c}
-command -v h2load >/dev/null || { echo "needs h2load" >&2; exit 2; }
-work=$(mktemp -d)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-mkdir -p "$work/root"
-head -c "$size" /dev/urandom > "$work/root/f"
-if [ "$proto" = h2 ]; then
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-keyout "$work/key.pem" -out "$work/cert.pem" -days 2 \
-		-subj /CN=localhost 2>/dev/null
-fi
+. bench/h2-site.sh
+h2_site "$size"
 hz=$(getconf CLK_TCK)
 
 # cpu_ticks PID: utime + stime of a process, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # one BUILD ARGS: microseconds of worker CPU per request for N requests.
 one() {
-	local port plain url worker t0 t1 listen
-	port=$(free_port) plain=$(free_port)
-	listen=(--listen "127.0.0.1:$port") url=http://127.0.0.1:$port/f
-	if [ "$proto" = h2 ]; then
-		listen=(--listen "127.0.0.1:$plain" --tls-listen "127.0.0.1:$port"
-			--tls-cert "$work/cert.pem" --tls-key "$work/key.pem")
-		url=https://127.0.0.1:$port/f
-	fi
-	"$1/server/zchttpd" --root "$work/root" --workers 1 --io-threads 0 \
-		--http2 on $2 "${listen[@]}" 2>/dev/null &
-	pid=$!
-	for i in $(seq 100); do
-		h2load -n 1 -c 1 "$url" 2>/dev/null | grep -q '1 succeeded' && break
-		sleep 0.1
-	done
+	local t0 t1
+	h2_start "$1" "$2"
 	h2load -n 2000 -c "$conns" -m 10 "$url" >/dev/null
-	worker=$(pgrep -P "$pid" | head -1)
 	t0=$(cpu_ticks "$worker")
 	h2load -n "$n" -c "$conns" -m 10 "$url" | grep -q " $n succeeded" ||
 		{ echo "h2load failed" >&2; exit 1; }
 	t1=$(cpu_ticks "$worker")
-	kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
-	pid=
+	h2_stop
 	awk -v t="$((t1 - t0))" -v hz="$hz" -v n="$n" \
 		'BEGIN {printf "%.2f\n", t * 1000000 / hz / n}'
 }

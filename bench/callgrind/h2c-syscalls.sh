@@ -14,31 +14,11 @@ cd "$(dirname "$0")/../.."
 build=$(realpath "${BUILD:-build}")
 size=${1:?SIZE}
 n=${2:-100}
-for tool in strace h2load; do
-	command -v $tool >/dev/null || { echo "needs $tool" >&2; exit 2; }
-done
-
-work=$(mktemp -d)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-mkdir -p "$work/root"
-head -c "$size" /dev/urandom > "$work/root/f"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$build/server/zchttpd" --root "$work/root" --workers 1 --io-threads 0 \
-	--http2 on ${ARGS:-} --listen "127.0.0.1:$port" 2>"$work/log" &
-pid=$!
-url=http://127.0.0.1:$port/f
-for i in $(seq 100); do
-	h2load -n 1 -c 1 "$url" 2>/dev/null | grep -q '1 succeeded' && break
-	[ "$i" = 100 ] && { echo "zchttpd did not answer" >&2; exit 1; }
-	sleep 0.1
-done
+command -v strace >/dev/null || { echo "needs strace" >&2; exit 2; }
+. bench/h2-site.sh
+h2_site "$size"
+h2_start "$build" "${ARGS:-}"
 h2load -n 200 -c 1 -m 10 "$url" | grep -q '200 succeeded'
-worker=$(pgrep -P "$pid" | head -1)
 strace -c -f -p "$worker" -o "$work/strace" &
 spid=$!
 sleep 0.5
