@@ -65,6 +65,11 @@ static const struct { const char *s; size_t len; } pseudo_names[H2P_N] = {
 static struct h2_stream *spare;
 static unsigned nspare;
 
+static unsigned id_slot(int32_t id)
+{
+	return ((uint32_t)id >> 1) % H2_ID_SLOTS;
+}
+
 struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id)
 {
 	struct h2_stream *s = spare;
@@ -103,6 +108,17 @@ struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id)
 		h->streams->prev = s;
 	h->streams = s;
 	h->nstreams++;
+	s->id_next = h->by_id[id_slot(id)];
+	h->by_id[id_slot(id)] = s;
+	return s;
+}
+
+struct h2_stream *h2_stream_find(const struct h2_conn *h, int32_t id)
+{
+	struct h2_stream *s = h->by_id[id_slot(id)];
+
+	while (s && s->id != id)
+		s = s->id_next;
 	return s;
 }
 
@@ -197,8 +213,12 @@ void h2_stream_close(struct h2_stream *s)
 	if (h->session)
 		drop_body(s);
 	news_unlink(s);
-	if (h->receiving == s)
-		h->receiving = NULL;
+	for (struct h2_stream **p = &h->by_id[id_slot(s->id)]; *p;
+	     p = &(*p)->id_next)
+		if (*p == s) {
+			*p = s->id_next;
+			break;
+		}
 	if (s->prev)
 		s->prev->next = s->next;
 	else
