@@ -86,7 +86,8 @@ static char *name_lower(char *p, char *end)
 static nghttp2_nv nv_of(char *name, size_t nlen, char *value, size_t vlen)
 {
 	return (nghttp2_nv){ (uint8_t *)name, (uint8_t *)value, nlen, vlen,
-			     NGHTTP2_NV_FLAG_NONE };
+			     NGHTTP2_NV_FLAG_NO_COPY_NAME |
+				     NGHTTP2_NV_FLAG_NO_COPY_VALUE };
 }
 
 /*

@@ -231,8 +231,10 @@ void h2_stream_close(struct h2_stream *s);
 
 /* h2_head.c: the HTTP/1.1 head at the start of text[0..len) (status
  * line, fields, empty line; *head_len its length) as HTTP/2 fields in nv
- * (at most `max`, pointing into text), names lower-cased in place; the
- * fields that describe an HTTP/1.1 connection are left out.  The number of
+ * (at most `max`, pointing into text, flagged for nghttp2 not to copy
+ * them: the caller clears the flags where text will not last until the
+ * HEADERS frame is made), names lower-cased in place; the fields that
+ * describe an HTTP/1.1 connection are left out.  The number of
  * fields (":status" first), or -1 if text does not start with such a
  * head. */
 int h2_head_fields(char *text, size_t len, nghttp2_nv *nv, size_t max,
