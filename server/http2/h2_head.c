@@ -86,24 +86,126 @@ static char *name_lower(char *p, char *end)
 static nghttp2_nv nv_of(char *name, size_t nlen, char *value, size_t vlen)
 {
 	return (nghttp2_nv){ (uint8_t *)name, (uint8_t *)value, nlen, vlen,
-			     NGHTTP2_NV_FLAG_NONE };
+			     NGHTTP2_NV_FLAG_NO_COPY_NAME |
+				     NGHTTP2_NV_FLAG_NO_COPY_VALUE };
+}
+
+/*
+ * The last head turned into fields, kept so that the next one is not
+ * parsed again where it has the same bytes: most heads start with the same
+ * lines (the status line, Server and Date -- the same within a second),
+ * and a file served again repeats its entity fields too.  The lines that
+ * the new head shares byte for byte with the memo's, from its start, take
+ * the memo's parse: their names lower-cased by one copy, their fields by
+ * offsets.  One memo: only the worker's loop runs HTTP/2 (static data, as
+ * h2_stream.c's spare streams).
+ */
+#define MEMO_LINES 32
+struct memo_line {
+	uint16_t end;		/* offset past its '\n' */
+	uint16_t nlen;		/* 0: no field (left out) */
+	uint16_t value, vlen;	/* offset and length of its value */
+};
+static struct {
+	size_t len;		/* of the head (0: none) */
+	unsigned nlines;	/* the status line, fields, the empty line */
+	char text[RESP_HEAD_MAX];	/* the head as written */
+	char lower[RESP_HEAD_MAX];	/* ... its names lower-cased */
+	struct memo_line line[MEMO_LINES];
+} memo;
+
+/* How many bytes a[0..n) and b[0..n) share from their start. */
+static size_t common_prefix(const char *a, const char *b, size_t n)
+{
+	size_t i = 0;
+
+	if (!memcmp(a, b, n))
+		return n;
+	for (; n - i >= 8; i += 8) {
+		uint64_t x, y;
+
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return i + (size_t)__builtin_ctzll(x ^ y) / 8;
+#else
+			break;
+#endif
+	}
+	while (i < n && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/* Record line k of the head being parsed (its end at offset `end`; nlen 0
+ * for none) in the memo; false once it has no room. */
+static bool memo_note(unsigned k, size_t end, size_t nlen, size_t value,
+		      size_t vlen)
+{
+	if (k >= MEMO_LINES || end > sizeof(memo.text))
+		return false;
+	memo.line[k] = (struct memo_line){ (uint16_t)end, (uint16_t)nlen,
+					   (uint16_t)value, (uint16_t)vlen };
+	return true;
 }
 
 int h2_head_fields(char *text, size_t len, nghttp2_nv *nv, size_t max,
 		   int *status, size_t *head_len)
 {
 	char *p = text, *end = text + len, *eol;
-	size_t n = 0;
+	size_t n = 0, same, start = 0;
+	unsigned k = 0;
+	bool noting;
 
-	/* "HTTP/1.x SSS reason" */
-	eol = memchr(p, '\n', len);
-	if (!max || !eol || eol - p < 12 || memcmp(p, "HTTP/1.", 7) ||
-	    p[8] != ' ' || p[9] < '1' || p[9] > '5' || p[10] < '0' ||
-	    p[10] > '9' || p[11] < '0' || p[11] > '9')
+	if (!max)
 		return -1;
-	*status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
-	nv[n++] = nv_of(":status", 7, p + 9, 3);
-	for (p = eol + 1; p < end; p = eol + 1) {
+	/* The memo's lines that this head repeats: as they were parsed. */
+	same = common_prefix(text, memo.text, len < memo.len ? len : memo.len);
+	while (k < memo.nlines && memo.line[k].end <= same) {
+		const struct memo_line *l = &memo.line[k];
+
+		if (!k)				/* the status line */
+			nv[n++] = nv_of(":status", 7, text + 9, 3);
+		else if (l->nlen) {
+			if (n == max)
+				break;
+			nv[n++] = nv_of(text + start, l->nlen, text + l->value,
+					l->vlen);
+		}
+		start = l->end;
+		k++;
+	}
+	if (k) {
+		memcpy(text, memo.lower, start);	/* names lower-cased */
+		*status = (text[9] - '0') * 100 + (text[10] - '0') * 10 +
+			  (text[11] - '0');
+		if (k == memo.nlines) {			/* all of it */
+			*head_len = start;
+			return (int)n;
+		}
+		p = text + start;
+	}
+	/* The rest is parsed, and the memo becomes this head. */
+	memcpy(memo.text + start, p,
+	       (len < sizeof(memo.text) ? len : sizeof(memo.text)) - start);
+	memo.len = 0;
+	noting = true;		/* until a line ends past the memo's room */
+	if (!k) {
+		/* "HTTP/1.x SSS reason" */
+		eol = memchr(p, '\n', len);
+		if (!eol || eol - p < 12 || memcmp(p, "HTTP/1.", 7) ||
+		    p[8] != ' ' || p[9] < '1' || p[9] > '5' || p[10] < '0' ||
+		    p[10] > '9' || p[11] < '0' || p[11] > '9')
+			return -1;
+		*status = (p[9] - '0') * 100 + (p[10] - '0') * 10 +
+			  (p[11] - '0');
+		nv[n++] = nv_of(":status", 7, p + 9, 3);
+		noting = noting && memo_note(k++, (size_t)(eol + 1 - text), 0,
+					     0, 0);
+		p = eol + 1;
+	}
+	for (; p < end; p = eol + 1) {
 		char *colon, *v, *ve;
 
 		eol = memchr(p, '\n', (size_t)(end - p));
@@ -112,13 +214,22 @@ int h2_head_fields(char *text, size_t len, nghttp2_nv *nv, size_t max,
 		ve = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
 		if (ve == p) {			/* the empty line: done */
 			*head_len = (size_t)(eol + 1 - text);
+			if (noting && memo_note(k++, *head_len, 0, 0, 0)) {
+				memcpy(memo.lower, text, *head_len);
+				memo.nlines = k;
+				memo.len = *head_len;
+			}
 			return (int)n;
 		}
 		colon = name_lower(p, ve);
 		if (!colon || colon == p)
 			return -1;
-		if (connection_specific(p, (size_t)(colon - p)))
+		if (connection_specific(p, (size_t)(colon - p))) {
+			noting = noting && memo_note(k++,
+						     (size_t)(eol + 1 - text),
+						     0, 0, 0);
 			continue;
+		}
 		for (v = colon + 1; v < ve && (*v == ' ' || *v == '\t'); v++)
 			;
 		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
@@ -126,6 +237,10 @@ int h2_head_fields(char *text, size_t len, nghttp2_nv *nv, size_t max,
 		if (n == max)
 			return -1;
 		nv[n++] = nv_of(p, (size_t)(colon - p), v, (size_t)(ve - v));
+		noting = noting && memo_note(k++, (size_t)(eol + 1 - text),
+					     (size_t)(colon - p),
+					     (size_t)(v - text),
+					     (size_t)(ve - v));
 	}
 	return -1;				/* no empty line */
 }

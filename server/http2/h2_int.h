@@ -99,6 +99,7 @@ struct h2_stream {
 	struct h2_conn *h;
 	int32_t id;
 	struct h2_stream *prev, *next;	/* the connection's streams */
+	struct h2_stream *id_next;	/* in its slot of h->by_id */
 	struct h2_stream *news_prev, *news_next;	/* on h's news list */
 	bool on_news;
 
@@ -152,6 +153,11 @@ struct h2_stream {
 
 /* ------------------------------------------------------------ connection */
 
+/* The streams a connection holds, by id: a client's ids go up by two, so
+ * that the open ones fill the slots in turn and a chain is short (one
+ * stream per slot up to this many at once). */
+#define H2_ID_SLOTS 64u
+
 struct h2_conn {
 	struct zh_conn *c;		/* the socket, peer, worker: conn.c's */
 	struct zh_worker *w;
@@ -167,8 +173,8 @@ struct h2_conn {
 							 * something to do */
 	struct h2_stream *streams;	/* every stream we know */
 	unsigned nstreams;
-	struct h2_stream *receiving;	/* the stream that began last (its
-					 * head's fields are arriving) */
+	struct h2_stream *by_id[H2_ID_SLOTS];	/* the same streams, in
+						 * chains by id (h2_stream_find) */
 	bool tls;
 	bool in_run;			/* run() is on the stack */
 	bool closing;			/* close when run() returns */
@@ -206,6 +212,8 @@ void h2_recv_callbacks(nghttp2_session_callbacks *cbs);
 
 /* h2_stream.c */
 struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id);
+/* The stream h holds with this id, or NULL (never begun, or closed). */
+struct h2_stream *h2_stream_find(const struct h2_conn *h, int32_t id);
 /* A field of the request head (names arrive lower-case, checked by
  * nghttp2): 0, or an nghttp2 error. */
 int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen,
@@ -223,8 +231,10 @@ void h2_stream_close(struct h2_stream *s);
 
 /* h2_head.c: the HTTP/1.1 head at the start of text[0..len) (status
  * line, fields, empty line; *head_len its length) as HTTP/2 fields in nv
- * (at most `max`, pointing into text), names lower-cased in place; the
- * fields that describe an HTTP/1.1 connection are left out.  The number of
+ * (at most `max`, pointing into text, flagged for nghttp2 not to copy
+ * them: the caller clears the flags where text will not last until the
+ * HEADERS frame is made), names lower-cased in place; the fields that
+ * describe an HTTP/1.1 connection are left out.  The number of
  * fields (":status" first), or -1 if text does not start with such a
  * head. */
 int h2_head_fields(char *text, size_t len, nghttp2_nv *nv, size_t max,

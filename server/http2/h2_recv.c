@@ -12,11 +12,6 @@
 #include "h2_int.h"
 #include "zchttpd.h"
 
-static struct h2_stream *stream_of(nghttp2_session *session, int32_t id)
-{
-	return nghttp2_session_get_stream_user_data(session, id);
-}
-
 static void mark_opened(struct h2_conn *h, int32_t id)
 {
 	if (id > h->last_opened) {
@@ -57,28 +52,17 @@ static int on_begin_headers(nghttp2_session *session,
 			    const nghttp2_frame *frame, void *user_data)
 {
 	struct h2_conn *h = user_data;
-	struct h2_stream *s;
 
+	(void)session;
 	if (frame->hd.type != NGHTTP2_HEADERS ||
 	    frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
 	mark_opened(h, frame->hd.stream_id);
-	s = h2_stream_new(h, frame->hd.stream_id);
-	if (!s)
+	/* Found by h2_stream_find from now on, not by nghttp2's stream
+	 * user data (a hash look-up to set and to get, per stream). */
+	if (!h2_stream_new(h, frame->hd.stream_id))
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;	/* reset */
-	nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, s);
-	h->receiving = s;
 	return 0;
-}
-
-/* The stream a head's fields are for: most often the one that began last
- * (a head arrives in one piece, RFC 9113 4.3), without a look-up. */
-static struct h2_stream *head_stream(nghttp2_session *session,
-				     struct h2_conn *h, int32_t id)
-{
-	if (h->receiving && h->receiving->id == id)
-		return h->receiving;
-	return stream_of(session, id);
 }
 
 static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
@@ -90,7 +74,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame,
 	(void)flags;
 	if (frame->hd.type != NGHTTP2_HEADERS)
 		return 0;
-	s = head_stream(session, user_data, frame->hd.stream_id);
+	(void)session;
+	s = h2_stream_find(user_data, frame->hd.stream_id);
 	return s ? h2_stream_field(s, name, namelen, value, valuelen) : 0;
 }
 
@@ -101,9 +86,10 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame,
 	bool end = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
 	struct h2_stream *s;
 
+	(void)session;
 	switch (frame->hd.type) {
 	case NGHTTP2_HEADERS:
-		s = head_stream(session, h, frame->hd.stream_id);
+		s = h2_stream_find(h, frame->hd.stream_id);
 		if (!s)
 			break;
 		if (frame->headers.cat == NGHTTP2_HCAT_REQUEST)
@@ -115,7 +101,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame,
 		/* An empty DATA without END_STREAM moves nothing. */
 		if (!frame->hd.length && !end)
 			h2_conn_cheap_frame(h);
-		s = stream_of(session, frame->hd.stream_id);
+		s = h2_stream_find(h, frame->hd.stream_id);
 		if (s && end)
 			h2_stream_body_end(s);
 		break;
@@ -144,10 +130,9 @@ static int on_data_chunk_recv(nghttp2_session *session, uint8_t flags,
 			      int32_t stream_id, const uint8_t *data,
 			      size_t len, void *user_data)
 {
-	struct h2_stream *s = stream_of(session, stream_id);
+	struct h2_stream *s = h2_stream_find(user_data, stream_id);
 
 	(void)flags;
-	(void)user_data;
 	if (s)
 		h2_stream_body(s, data, len);
 	else		/* a stream we do not hold: its window back */
@@ -158,14 +143,12 @@ static int on_data_chunk_recv(nghttp2_session *session, uint8_t flags,
 static int on_stream_close(nghttp2_session *session, int32_t stream_id,
 			   uint32_t error_code, void *user_data)
 {
-	struct h2_stream *s = stream_of(session, stream_id);
+	struct h2_stream *s = h2_stream_find(user_data, stream_id);
 
+	(void)session;
 	(void)error_code;
-	(void)user_data;
-	if (s) {
-		nghttp2_session_set_stream_user_data(session, stream_id, NULL);
+	if (s)
 		h2_stream_close(s);
-	}
 	return 0;
 }
 

@@ -46,14 +46,6 @@
  * 16 KiB, fastcgi.c) read back out of a stream's aggregate. */
 #define HEAD_SCRATCH (20u << 10)
 
-#define PSEUDO(s) { s, sizeof(s) - 1 }
-static const struct { const char *s; size_t len; } pseudo_names[H2P_N] = {
-	[H2P_METHOD] = PSEUDO(":method"), [H2P_PATH] = PSEUDO(":path"),
-	[H2P_AUTHORITY] = PSEUDO(":authority"),
-	[H2P_SCHEME] = PSEUDO(":scheme"),
-};
-#undef PSEUDO
-
 /* ------------------------------------------------------------ life */
 
 /* What a kept stream may hold for reuse: more goes with it. */
@@ -64,6 +56,11 @@ static const struct { const char *s; size_t len; } pseudo_names[H2P_N] = {
  * by next: its loop is the only thread that runs HTTP/2. */
 static struct h2_stream *spare;
 static unsigned nspare;
+
+static unsigned id_slot(int32_t id)
+{
+	return ((uint32_t)id >> 1) % H2_ID_SLOTS;
+}
 
 struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id)
 {
@@ -103,6 +100,17 @@ struct h2_stream *h2_stream_new(struct h2_conn *h, int32_t id)
 		h->streams->prev = s;
 	h->streams = s;
 	h->nstreams++;
+	s->id_next = h->by_id[id_slot(id)];
+	h->by_id[id_slot(id)] = s;
+	return s;
+}
+
+struct h2_stream *h2_stream_find(const struct h2_conn *h, int32_t id)
+{
+	struct h2_stream *s = h->by_id[id_slot(id)];
+
+	while (s && s->id != id)
+		s = s->id_next;
 	return s;
 }
 
@@ -197,8 +205,12 @@ void h2_stream_close(struct h2_stream *s)
 	if (h->session)
 		drop_body(s);
 	news_unlink(s);
-	if (h->receiving == s)
-		h->receiving = NULL;
+	for (struct h2_stream **p = &h->by_id[id_slot(s->id)]; *p;
+	     p = &(*p)->id_next)
+		if (*p == s) {
+			*p = s->id_next;
+			break;
+		}
 	if (s->prev)
 		s->prev->next = s->next;
 	else
@@ -277,27 +289,28 @@ static int add_field(struct h2_stream *s, size_t noff, size_t nlen,
 	return 0;
 }
 
+/* Is name[0..n) the literal lit (n its length)?  A comparison of known
+ * length, which the compiler makes a few loads rather than a call. */
+#define IS(name, lit) (!memcmp((name), (lit), sizeof(lit) - 1))
+
 /* Which pseudo-field name[0..nlen) is (enum h2_pseudo), or -1: by its
  * length and second byte, then one comparison. */
 static int pseudo_index(const uint8_t *name, size_t nlen)
 {
-	int i;
-
 	switch (nlen) {
 	case 5:
-		i = H2P_PATH;
-		break;
+		return IS(name, ":path") ? H2P_PATH : -1;
 	case 7:
-		i = name[1] == 'm' ? H2P_METHOD : H2P_SCHEME;
-		break;
+		if (name[1] == 'm')
+			return IS(name, ":method") ? H2P_METHOD : -1;
+		return IS(name, ":scheme") ? H2P_SCHEME : -1;
 	case 10:
-		i = H2P_AUTHORITY;
-		break;
+		return IS(name, ":authority") ? H2P_AUTHORITY : -1;
 	default:
 		return -1;
 	}
-	return memcmp(pseudo_names[i].s, name, nlen) ? -1 : i;
 }
+#undef IS
 
 int h2_stream_field(struct h2_stream *s, const uint8_t *name, size_t nlen,
 		    const uint8_t *value, size_t vlen)
@@ -418,11 +431,11 @@ static int respond(struct h2_stream *s)
 	/* The stream's own head stays as it is until nghttp2 has made the
 	 * HEADERS frame or dropped it (a stream that closes first is
 	 * dropped: nghttp2 makes no frame for a closed stream, before
-	 * reading the fields), so nghttp2 need not copy the fields. */
-	if (text == s->head_local)
+	 * reading the fields), so nghttp2 need not copy the fields; the
+	 * scratch is the next stream's, so then it must. */
+	if (text != s->head_local)
 		for (int i = 0; i < n; i++)
-			nv[i].flags = NGHTTP2_NV_FLAG_NO_COPY_NAME |
-				      NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+			nv[i].flags = NGHTTP2_NV_FLAG_NONE;
 	if (!s->head)
 		zc_agg_trim_front(s->out, head_len);
 	if (!r->status)

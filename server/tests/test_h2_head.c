@@ -1,7 +1,9 @@
 /* test_h2_head.c - h2_head_fields: an HTTP/1.1 response head as HTTP/2
  * fields -- names lower-cased (eight bytes at a time, checked here against
  * a byte-by-byte reference at every length and colon position), values
- * untouched, connection fields left out, malformed heads refused. */
+ * untouched, connection fields left out, malformed heads refused; and the
+ * lines a head shares with the one before taken from the memo, exactly as
+ * if parsed. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,6 +48,19 @@ static void expect_nv(const nghttp2_nv *nv, const char *name,
 			 (const char *)nv->value, value);
 }
 
+/* p's fields are want's pairs (name, value), up to a NULL name, in order
+ * and all of them. */
+static void expect_fields(const struct parsed *p, const char *const want[][2])
+{
+	int i;
+
+	for (i = 0; want[i][0]; i++) {
+		assert_true(i < p->n);
+		expect_nv(&p->nv[i], want[i][0], want[i][1]);
+	}
+	assert_int_equal(p->n, i);
+}
+
 static void test_static_head(void **state)
 {
 	static const char head[] =
@@ -59,19 +74,23 @@ static void test_static_head(void **state)
 		"Connection: keep-alive\r\n"
 		"\r\n"
 		"BODY";
+	static const char *const want[][2] = {
+		{ ":status", "200" },
+		{ "date", "Thu, 26 Nov 2026 19:00:00 GMT" },
+		{ "server", "zchttpd" },
+		{ "content-type", "text/HTML" },
+		{ "content-length", "1024" },
+		{ "etag", "\"AbC\"" },
+		{ "accept-ranges", "bytes" },
+		{ NULL, NULL },
+	};
 	struct parsed p;
 
 	(void)state;
 	assert_int_equal(parse(&p, head), 7);
 	assert_int_equal(p.status, 200);
 	assert_int_equal(p.head_len, sizeof(head) - 1 - 4);
-	expect_nv(&p.nv[0], ":status", "200");
-	expect_nv(&p.nv[1], "date", "Thu, 26 Nov 2026 19:00:00 GMT");
-	expect_nv(&p.nv[2], "server", "zchttpd");
-	expect_nv(&p.nv[3], "content-type", "text/HTML");
-	expect_nv(&p.nv[4], "content-length", "1024");
-	expect_nv(&p.nv[5], "etag", "\"AbC\"");
-	expect_nv(&p.nv[6], "accept-ranges", "bytes");
+	expect_fields(&p, want);
 }
 
 static void test_connection_fields_dropped(void **state)
@@ -145,6 +164,114 @@ static void test_names_every_length(void **state)
 	}
 }
 
+/* nv[0..n) all point into p's own text (not the memo's, nor an earlier
+ * head's). */
+static void expect_in_text(const struct parsed *p)
+{
+	for (int i = 1; i < p->n; i++) {
+		const char *name = (const char *)p->nv[i].name;
+		const char *value = (const char *)p->nv[i].value;
+
+		assert_true(name >= p->text && name < p->text + p->head_len);
+		assert_true(value >= p->text &&
+			    value <= p->text + p->head_len);
+	}
+}
+
+static const char head_a[] =
+	"HTTP/1.1 200 OK\r\n"
+	"Server: zchttpd\r\n"
+	"Date: Thu, 26 Nov 2026 19:00:00 GMT\r\n"
+	"Content-Type: text/html\r\n"
+	"Content-Length: 1024\r\n"
+	"ETag: \"1a-2b\"\r\n"
+	"Connection: keep-alive\r\n"
+	"\r\n";
+
+/* The same head again, a head that differs in one value, in its status,
+ * and with a body after it: each as a first parse would make it. */
+static void test_memo_same_and_shared_lines(void **state)
+{
+	struct parsed p, q;
+
+	(void)state;
+	assert_int_equal(parse(&p, head_a), 6);
+	assert_int_equal(parse(&q, head_a), 6);	/* all from the memo */
+	assert_int_equal(q.status, 200);
+	assert_int_equal(q.head_len, sizeof(head_a) - 1);
+	expect_in_text(&q);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(q.nv[i].namelen, p.nv[i].namelen);
+		assert_memory_equal(q.nv[i].name, p.nv[i].name,
+				    p.nv[i].namelen);
+		assert_int_equal(q.nv[i].valuelen, p.nv[i].valuelen);
+		assert_memory_equal(q.nv[i].value, p.nv[i].value,
+				    p.nv[i].valuelen);
+	}
+	/* The lines before Content-Length from the memo, the rest parsed
+	 * (a longer value: the common bytes end inside the line). */
+	static const char head_b[] =
+		"HTTP/1.1 200 OK\r\n"
+		"Server: zchttpd\r\n"
+		"Date: Thu, 26 Nov 2026 19:00:00 GMT\r\n"
+		"Content-Type: text/html\r\n"
+		"Content-Length: 10240\r\n"
+		"ETag: \"1a-2b\"\r\n"
+		"X-More: One\r\n"
+		"Connection: keep-alive\r\n"
+		"\r\nBODY";
+
+	static const char *const want_b[][2] = {
+		{ ":status", "200" },
+		{ "server", "zchttpd" },
+		{ "date", "Thu, 26 Nov 2026 19:00:00 GMT" },
+		{ "content-type", "text/html" },
+		{ "content-length", "10240" },
+		{ "etag", "\"1a-2b\"" },
+		{ "x-more", "One" },
+		{ NULL, NULL },
+	};
+
+	assert_int_equal(parse(&q, head_b), 7);
+	expect_in_text(&q);
+	expect_fields(&q, want_b);
+	assert_int_equal(q.head_len, sizeof(head_b) - 1 - 4);
+	/* A status that differs in its last digit: nothing shared. */
+	assert_int_equal(parse(&q, "HTTP/1.1 201 Created\r\n"
+				   "Server: zchttpd\r\n\r\n"), 2);
+	assert_int_equal(q.status, 201);
+	expect_nv(&q.nv[0], ":status", "201");
+	expect_nv(&q.nv[1], "server", "zchttpd");
+	/* The memo is that head now: a body after the same head. */
+	assert_int_equal(parse(&q, "HTTP/1.1 201 Created\r\n"
+				   "Server: zchttpd\r\n\r\nServer: x\r\n"),
+			 2);
+	assert_int_equal(q.head_len, strlen("HTTP/1.1 201 Created\r\n"
+					    "Server: zchttpd\r\n\r\n"));
+	expect_nv(&q.nv[1], "server", "zchttpd");
+}
+
+/* Heads that start as the memo's and then go wrong are refused as a first
+ * parse would refuse them. */
+static void test_memo_then_malformed(void **state)
+{
+	struct parsed p;
+
+	(void)state;
+	assert_int_equal(parse(&p, head_a), 6);
+	/* The memo's lines, then no empty line. */
+	assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\n"
+				   "Server: zchttpd\r\n"), -1);
+	assert_int_equal(parse(&p, head_a), 6);
+	assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\n"
+				   "Server: zchttpd\r\n"
+				   "No-Colon\r\n\r\n"), -1);
+	/* After a refused head the memo still parses right. */
+	assert_int_equal(parse(&p, head_a), 6);
+	expect_nv(&p.nv[5], "etag", "\"1a-2b\"");
+	expect_in_text(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +279,8 @@ int main(void)
 		cmocka_unit_test(test_connection_fields_dropped),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_names_every_length),
+		cmocka_unit_test(test_memo_same_and_shared_lines),
+		cmocka_unit_test(test_memo_then_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
