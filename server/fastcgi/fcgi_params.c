@@ -30,6 +30,7 @@
 #include "fcgi_params.h"
 #include "fcgi_proto.h"
 #include "http_lex.h"
+#include "request.h"
 
 #define NAME_MAX_LEN 256	/* "HTTP_" + a header name */
 
@@ -162,6 +163,28 @@ static void put_addr(struct block *b, const char *addr_name, size_t alen,
 #define PUT_ADDR(b, what, ss) \
 	put_addr(b, what "_ADDR", sizeof(what "_ADDR") - 1, \
 		 what "_PORT", sizeof(what "_PORT") - 1, ss)
+
+/* SERVER_ADDR .. REMOTE_PORT: encoded on a connection's first request,
+ * copied from its memo on the next ones. */
+static void put_addrs(struct block *b, const struct fcgi_params_in *in)
+{
+	struct zh_addr_memo *m = in->addr_memo;
+	size_t start = b->len;
+
+	if (m && m->len) {
+		if (b->err || (b->cap - b->len < m->len && !grow(b, m->len)))
+			return;
+		memcpy(b->p + b->len, m->bytes, m->len);
+		b->len += m->len;
+		return;
+	}
+	PUT_ADDR(b, "SERVER", in->server);
+	PUT_ADDR(b, "REMOTE", in->peer);
+	if (m && !b->err && b->len - start <= sizeof(m->bytes)) {
+		memcpy(m->bytes, b->p + start, b->len - start);
+		m->len = (uint8_t)(b->len - start);
+	}
+}
 
 /* "HTTP_" + upper-cased name with '-' as '_'; false if not passed on. */
 static bool cgi_name(const struct http_str *n, char *out, size_t *len)
@@ -297,8 +320,7 @@ static void encode(struct block *b, const struct fcgi_params_in *in)
 	else
 		PUT(b, "CONTENT_LENGTH", "", 0);
 	put_server_name(b, req);
-	PUT_ADDR(b, "SERVER", in->server);
-	PUT_ADDR(b, "REMOTE", in->peer);
+	put_addrs(b, in);
 	PUTZ(b, "HTTPS", "off");
 	/* PHP built with --enable-force-cgi-redirect insists on it. */
 	PUTZ(b, "REDIRECT_STATUS", "200");
