@@ -96,7 +96,8 @@ static void put(struct block *b, const char *name, size_t nlen,
 		w[0] = (uint8_t)nlen;
 		w[1] = (uint8_t)vlen;
 		memcpy(w + 2, name, nlen);
-		memcpy(w + 2 + nlen, value, vlen);
+		if (vlen)	/* an empty value may come as NULL */
+			memcpy(w + 2 + nlen, value, vlen);
 		b->len += 2 + nlen + vlen;
 		return;
 	}
