@@ -32,6 +32,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -46,47 +47,62 @@
 
 /* ------------------------------------------------------- registry by fd */
 
+/*
+ * Every FCGX call finds its connection here by descriptor, several times a
+ * request, so a lookup takes no lock: the table is published with a
+ * release store and read with acquire loads.  Writers (accept, close)
+ * hold reg_lock.  A table that grows is replaced, never freed: a reader
+ * may still be looking into it, and the old tables, chained from the new
+ * one, add up to less than the newest (they double).
+ */
+struct reg_table {
+	size_t cap;
+	struct reg_table *retired;	/* the one this replaced */
+	_Atomic(struct zcf_conn *) slot[];
+};
+
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct zcf_conn **reg;
-static size_t reg_cap;
+static _Atomic(struct reg_table *) reg;
 
 static int reg_set(int fd, struct zcf_conn *c)
 {
+	struct reg_table *t;
 	int err = 0;
 
 	pthread_mutex_lock(&reg_lock);
-	if ((size_t)fd >= reg_cap && c) {
-		size_t cap = reg_cap ? reg_cap : 64;
-		struct zcf_conn **v;
+	t = atomic_load_explicit(&reg, memory_order_relaxed);
+	if ((!t || (size_t)fd >= t->cap) && c) {
+		size_t have = t ? t->cap : 0, cap = have ? have : 64;
+		struct reg_table *n;
 
 		while (cap <= (size_t)fd)
 			cap *= 2;
-		v = realloc(reg, cap * sizeof(*v));
-		if (!v) {
+		n = calloc(1, sizeof(*n) + cap * sizeof(n->slot[0]));
+		if (!n) {
 			err = -ENOMEM;
 		} else {
-			memset(v + reg_cap, 0, (cap - reg_cap) * sizeof(*v));
-			reg = v;
-			reg_cap = cap;
+			n->cap = cap;
+			n->retired = t;
+			for (size_t i = 0; i < have; i++)
+				atomic_init(&n->slot[i], atomic_load_explicit(
+					&t->slot[i], memory_order_relaxed));
+			atomic_store_explicit(&reg, n, memory_order_release);
+			t = n;
 		}
 	}
-	if (!err && (size_t)fd < reg_cap)
-		reg[fd] = c;
+	if (!err && t && (size_t)fd < t->cap)
+		atomic_store_explicit(&t->slot[fd], c, memory_order_release);
 	pthread_mutex_unlock(&reg_lock);
 	return err;
 }
 
 struct zcf_conn *zcf_conn_get(int fd)
 {
-	struct zcf_conn *c = NULL;
+	struct reg_table *t = atomic_load_explicit(&reg, memory_order_acquire);
 
-	if (fd < 0)
+	if (fd < 0 || !t || (size_t)fd >= t->cap)
 		return NULL;
-	pthread_mutex_lock(&reg_lock);
-	if ((size_t)fd < reg_cap)
-		c = reg[fd];
-	pthread_mutex_unlock(&reg_lock);
-	return c;
+	return atomic_load_explicit(&t->slot[fd], memory_order_acquire);
 }
 
 /* ------------------------------------------------------------- accepting */

@@ -931,36 +931,55 @@ char *FCGX_GetParam(const char *name, FCGX_ParamArray envp)
 	return NULL;
 }
 
+/*
+ * The pairs become "NAME=VALUE" strings where they lie, in one pass that
+ * checks and converts: a pair's length bytes (two at least) leave room for
+ * the '=' and the NUL, so each string ends inside its own pair, before
+ * the next pair's lengths are read.  The pointers are gathered on the
+ * stack (a request has some 20-40 parameters) and copied into envp.
+ */
+#define ENV_LOCAL 64
+
 static int build_env(struct Params *q, size_t len)
 {
+	char *local[ENV_LOCAL], **v = local;
+	size_t off = 0, n = 0, cap = ENV_LOCAL;
 	struct fcgi_nv nv;
-	size_t off = 0, n = 0, bytes = 0, i = 0;
-	char *w;
-	int r;
+	int r = 0;
 
-	while ((r = fcgi_nv_next(q->block, len, &off, &nv)) == 1) {
-		n++;
-		bytes += nv.name_len + nv.value_len + 2;
+	for (;;) {
+		char *w = (char *)q->block + off;
+
+		if ((r = fcgi_nv_next(q->block, len, &off, &nv)) != 1)
+			break;
+		if (n == cap) {
+			char **g = malloc(2 * cap * sizeof(*g));
+
+			if (!g) {
+				r = -ENOMEM;
+				break;
+			}
+			memcpy(g, v, n * sizeof(*g));
+			if (v != local)
+				free(v);
+			v = g;
+			cap *= 2;
+		}
+		v[n++] = w;
+		memmove(w, nv.name, nv.name_len);
+		w[nv.name_len] = '=';
+		memmove(w + nv.name_len + 1, nv.value, nv.value_len);
+		w[nv.name_len + 1 + nv.value_len] = 0;
 	}
-	if (r < 0)
-		return r;
-	/* The array and its strings in one allocation. */
-	q->env = malloc((n + 1) * sizeof(char *) + bytes);
-	if (!q->env)
-		return -ENOMEM;
-	w = (char *)(q->env + n + 1);
-	off = 0;
-	while (fcgi_nv_next(q->block, len, &off, &nv) == 1) {
-		q->env[i++] = w;
-		memcpy(w, nv.name, nv.name_len);
-		w += nv.name_len;
-		*w++ = '=';
-		memcpy(w, nv.value, nv.value_len);
-		w += nv.value_len;
-		*w++ = 0;
+	if (!r && !(q->env = malloc((n + 1) * sizeof(char *))))
+		r = -ENOMEM;
+	if (!r) {
+		memcpy(q->env, v, n * sizeof(char *));
+		q->env[n] = NULL;
 	}
-	q->env[i] = NULL;
-	return 0;
+	if (v != local)
+		free(v);
+	return r;
 }
 
 static void params_free(struct Params *q)

@@ -176,9 +176,10 @@ struct zcf_stream {
 /* Per request, behind FCGX_Request.paramsPtr. */
 struct Params {
 	struct zcf_stream *in, *out, *err;
-	uint8_t *block;		/* the joined PARAMS */
-	char **env;		/* envp: NULL-terminated "NAME=VALUE", the
-				 * strings in the same allocation */
+	uint8_t *block;		/* the joined PARAMS, then the envp
+				 * strings, converted in place */
+	char **env;		/* envp: NULL-terminated "NAME=VALUE",
+				 * pointing into block */
 	bool in_done;		/* STDIN (or DATA) read to its end */
 	bool aborted;
 	bool ended;		/* END_REQUEST sent */

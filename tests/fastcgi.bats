@@ -477,6 +477,74 @@ echo_upload() { # curl options...
 	  "$(curl -s --data-binary 'same body' "$URL/zprobe?echo")" ]
 }
 
+# Every parameter of two requests on one connection that differ in method,
+# path, query, headers and body, as the probe reads them back (sorted
+# NAME=VALUE lines) on our libfcgi, over a socket and over the channel:
+# a value the server or the library kept from the connection's first
+# request shows up as a difference in the second.
+@test "the full parameter set of two different requests on one connection" {
+	zc_apps
+	local root ver app port n1
+	root=$(realpath "$ROOT")
+	ver=$("$ZCHTTPD" --version | cut -d' ' -f2)
+	for app in sprobe zprobe; do
+		curl -s -o "$BATS_TEST_TMPDIR/1" -H 'User-Agent: t1' -H 'Accept:' \
+			-H 'X-One: 1' -H 'Cookie: a=1' -H 'Cookie: b=2' \
+			-w '%{local_port} %{num_connects}\n' \
+			"$URL/$app/p1?params&a=1" --next \
+			-s -o "$BATS_TEST_TMPDIR/2" -H 'User-Agent: t2' -H 'Accept:' \
+			-X PUT -H 'Content-Type: text/x-two' -H 'X-Two: 2' \
+			--data-binary 'abcde' -w '%{local_port} %{num_connects}\n' \
+			"$URL/$app/x/y.z?params" > "$BATS_TEST_TMPDIR/ports"
+		# One connection: the second request made none of its own.
+		read -r port n1 < "$BATS_TEST_TMPDIR/ports"
+		[ "$n1" = 1 ]
+		[ "$(sed -n 2p "$BATS_TEST_TMPDIR/ports")" = "$port 0" ]
+		# What the two have in common: the connection, site and route.
+		cat > "$BATS_TEST_TMPDIR/both" <<EOF
+DOCUMENT_ROOT=$root
+GATEWAY_INTERFACE=CGI/1.1
+HTTPS=off
+HTTP_HOST=127.0.0.1:$PORT
+REDIRECT_STATUS=200
+REMOTE_ADDR=127.0.0.1
+REMOTE_PORT=$port
+SCRIPT_FILENAME=$root/$app
+SCRIPT_NAME=/$app
+SERVER_ADDR=127.0.0.1
+SERVER_NAME=127.0.0.1
+SERVER_PORT=$PORT
+SERVER_PROTOCOL=HTTP/1.1
+SERVER_SOFTWARE=zchttpd/$ver
+EOF
+		LC_ALL=C sort - "$BATS_TEST_TMPDIR/both" > "$BATS_TEST_TMPDIR/want1" <<EOF
+CONTENT_LENGTH=
+CONTENT_TYPE=
+DOCUMENT_URI=/$app/p1
+HTTP_COOKIE=a=1; b=2
+HTTP_USER_AGENT=t1
+HTTP_X_ONE=1
+PATH_INFO=/p1
+QUERY_STRING=params&a=1
+REQUEST_METHOD=GET
+REQUEST_URI=/$app/p1?params&a=1
+EOF
+		LC_ALL=C sort - "$BATS_TEST_TMPDIR/both" > "$BATS_TEST_TMPDIR/want2" <<EOF
+CONTENT_LENGTH=5
+CONTENT_TYPE=text/x-two
+DOCUMENT_URI=/$app/x/y.z
+HTTP_USER_AGENT=t2
+HTTP_X_TWO=2
+PATH_INFO=/x/y.z
+QUERY_STRING=params
+REQUEST_METHOD=PUT
+REQUEST_URI=/$app/x/y.z?params
+EOF
+		diff -u "$BATS_TEST_TMPDIR/want1" "$BATS_TEST_TMPDIR/1"
+		diff -u "$BATS_TEST_TMPDIR/want2" "$BATS_TEST_TMPDIR/2"
+	done
+}
+
 # A response larger than the client's output high-water mark in one
 # message: the link holds it back and must be resumed once the client has
 # drained (a lost resume once left the loop asleep with the response half

@@ -8,11 +8,18 @@
 
 void fcgi_batch_init(struct fcgi_batch *b)
 {
-	memset(b, 0, sizeof(*b));
+	b->v = NULL;		/* inl: each piece is set when added */
+	b->n = b->cap = 0;
+	b->err = 0;
 }
 
 /* One more record of len content bytes (<= FCGI_MAX_CONTENT), its header
  * encoded; NULL after an error (then b->err says which). */
+static struct fcgi_piece *pieces(struct fcgi_batch *b)
+{
+	return b->v ? b->v : b->inl;
+}
+
 static struct fcgi_piece *piece(struct fcgi_batch *b, uint8_t type,
 				uint16_t id, size_t len)
 {
@@ -21,17 +28,24 @@ static struct fcgi_piece *piece(struct fcgi_batch *b, uint8_t type,
 	if (b->err)
 		return NULL;
 	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 8;
+		size_t cap = b->cap ? b->cap * 2 : FCGI_BATCH_INLINE;
 
-		p = realloc(b->v, cap * sizeof(*p));
-		if (!p) {
+		if (b->cap == 0) {
+			p = NULL;	/* inl, as it is */
+		} else if (!b->v) {
+			if ((p = malloc(cap * sizeof(*p))))
+				memcpy(p, b->inl, sizeof(b->inl));
+		} else {
+			p = realloc(b->v, cap * sizeof(*p));
+		}
+		if (!p && b->cap) {
 			b->err = -ENOMEM;
 			return NULL;
 		}
 		b->v = p;
 		b->cap = cap;
 	}
-	p = &b->v[b->n++];
+	p = &pieces(b)[b->n++];
 	memset(p, 0, sizeof(*p));
 	fcgi_header_encode(p->hdr, type, id, (uint16_t)len, 0);
 	p->len = len;
@@ -89,33 +103,38 @@ void fcgi_batch_agg(struct fcgi_batch *b, uint8_t type, uint16_t id,
  * aggregates' slices between them. */
 static int build_copy(struct fcgi_batch *b, zc_pool *pool, zc_agg *out)
 {
-	size_t size = 0, off = 0;
+	const struct fcgi_piece *v = pieces(b);
+	size_t size = 0, off = 0, run = 0;
 	zc_buf *buf;
 	uint8_t *w;
 	int err;
 
 	for (size_t i = 0; i < b->n; i++)
-		size += FCGI_HEADER_LEN + (b->v[i].bytes ? b->v[i].len : 0);
+		size += FCGI_HEADER_LEN + (v[i].bytes ? v[i].len : 0);
 	if ((err = zc_buf_alloc(pool, size, &buf)))
 		return err;
 	w = zc_buf_wptr(buf);
 	for (size_t i = 0; i < b->n; i++) {
-		memcpy(w + off, b->v[i].hdr, FCGI_HEADER_LEN);
+		memcpy(w + off, v[i].hdr, FCGI_HEADER_LEN);
 		off += FCGI_HEADER_LEN;
-		if (b->v[i].bytes) {
-			memcpy(w + off, b->v[i].bytes, b->v[i].len);
-			off += b->v[i].len;
+		if (v[i].bytes) {
+			memcpy(w + off, v[i].bytes, v[i].len);
+			off += v[i].len;
 		}
 	}
 	err = zc_buf_publish(buf, size);
+	/* Copied records that follow each other are one slice; a piece's
+	 * slices go after its header. */
 	off = 0;
 	for (size_t i = 0; i < b->n && !err; i++) {
-		size_t k = FCGI_HEADER_LEN + (b->v[i].bytes ? b->v[i].len : 0);
-
-		err = zc_agg_append_buf(out, buf, off, k);
-		off += k;
-		if (!err && b->v[i].agg)
-			err = zc_agg_concat(out, b->v[i].agg);
+		run += FCGI_HEADER_LEN + (v[i].bytes ? v[i].len : 0);
+		if (!v[i].agg && i + 1 < b->n)
+			continue;
+		err = zc_agg_append_buf(out, buf, off, run);
+		off += run;
+		run = 0;
+		if (!err && v[i].agg)
+			err = zc_agg_concat(out, v[i].agg);
 	}
 	zc_buf_release(buf);
 	return err;
@@ -126,7 +145,7 @@ static int build_borrow(struct fcgi_batch *b, zc_agg *out)
 	int err = 0;
 
 	for (size_t i = 0; i < b->n && !err; i++) {
-		const struct fcgi_piece *p = &b->v[i];
+		const struct fcgi_piece *p = &pieces(b)[i];
 
 		err = zc_agg_append_mem(out, p->hdr, FCGI_HEADER_LEN);
 		if (!err && p->bytes)
@@ -155,7 +174,7 @@ int fcgi_batch_build(struct fcgi_batch *b, enum fcgi_batch_mode mode,
 void fcgi_batch_free(struct fcgi_batch *b)
 {
 	for (size_t i = 0; i < b->n; i++)
-		zc_agg_release(b->v[i].agg);
+		zc_agg_release(pieces(b)[i].agg);
 	free(b->v);
 	fcgi_batch_init(b);
 }

@@ -40,10 +40,16 @@ struct fcgi_piece {
 	zc_agg *agg;		/* content as slices (the batch's), or NULL */
 };
 
+/* A request's records are a few pieces (begin, parameters, the end of a
+ * stream): the first FCGI_BATCH_INLINE live in the batch itself, so
+ * building them allocates nothing. */
+#define FCGI_BATCH_INLINE 4
+
 struct fcgi_batch {
-	struct fcgi_piece *v;
+	struct fcgi_piece *v;	/* the pieces once past inl; NULL: in inl */
 	size_t n, cap;
 	int err;		/* the first error while adding */
+	struct fcgi_piece inl[FCGI_BATCH_INLINE];
 };
 
 enum fcgi_batch_mode { FCGI_BATCH_COPY, FCGI_BATCH_BORROW };

@@ -232,6 +232,7 @@ static int send_params(struct fcgi_req *f, zc_agg *out)
 						: req->content_length,
 		.server = request_local(r),
 		.peer = request_peer(r),
+		.addr_memo = request_addr_memo(r),
 		.protocol = request_protocol(r),
 	};
 	int err;

@@ -2,7 +2,8 @@
  * fcgi_params.c - the CGI/1.1 parameters of a request (RFC 3875 section 4.1,
  * and what nginx's fastcgi_params adds), as FastCGI name-value pairs.
  *
- * The pairs are encoded into a growable scratch block first, then framed
+ * The pairs are encoded into a scratch block first (on the stack unless a
+ * request's headers outgrow it), then framed
  * into PARAMS records (65535 bytes of content at most each) behind the
  * BEGIN_REQUEST record by fcgi_batch.h, all copied into one pool buffer:
  * one buffer, one slice, one descriptor on the zero-copy transport.
@@ -29,57 +30,97 @@
 #include "fcgi_params.h"
 #include "fcgi_proto.h"
 #include "http_lex.h"
+#include "request.h"
 
 #define NAME_MAX_LEN 256	/* "HTTP_" + a header name */
 
+/* The encoded pairs: on the stack until they outgrow it (a request with
+ * kilobytes of headers), so a usual request allocates nothing here. */
 struct block {
 	uint8_t *p;
 	size_t len, cap;
 	int err;
+	uint8_t stack[4096];
 };
+
+static void block_init(struct block *b)
+{
+	b->p = b->stack;
+	b->len = 0;
+	b->cap = sizeof(b->stack);
+	b->err = 0;
+}
+
+static void block_free(struct block *b)
+{
+	if (b->p != b->stack)
+		free(b->p);
+}
+
+static bool grow(struct block *b, size_t need)
+{
+	size_t cap = b->cap * 2;
+	uint8_t *p;
+
+	if (need > SIZE_MAX / 4 - b->len) {	/* a pair FastCGI cannot carry */
+		b->err = -E2BIG;
+		return false;
+	}
+	while (cap - b->len < need)
+		cap *= 2;
+	p = b->p == b->stack ? malloc(cap) : realloc(b->p, cap);
+	if (!p) {
+		b->err = -ENOMEM;
+		return false;
+	}
+	if (b->p == b->stack)
+		memcpy(p, b->stack, b->len);
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
 
 static void put(struct block *b, const char *name, size_t nlen,
 		const char *value, size_t vlen)
 {
-	size_t need = fcgi_nv_len(nlen, vlen);
+	uint8_t *w;
 
 	if (b->err)
 		return;
-	if (b->cap - b->len < need) {
-		size_t cap = b->cap ? b->cap : 4096;
-		uint8_t *p;
-
-		while (cap - b->len < need)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->err = -ENOMEM;
+	/* Both lengths in one byte: the common pair, written here. */
+	if (nlen < 128 && vlen < 128) {
+		if (b->cap - b->len < 2 + nlen + vlen &&
+		    !grow(b, 2 + nlen + vlen))
 			return;
-		}
-		b->p = p;
-		b->cap = cap;
+		w = b->p + b->len;
+		w[0] = (uint8_t)nlen;
+		w[1] = (uint8_t)vlen;
+		memcpy(w + 2, name, nlen);
+		if (vlen)	/* an empty value may come as NULL */
+			memcpy(w + 2 + nlen, value, vlen);
+		b->len += 2 + nlen + vlen;
+		return;
 	}
+	if (b->cap - b->len < fcgi_nv_len(nlen, vlen) &&
+	    !grow(b, fcgi_nv_len(nlen, vlen)))
+		return;
 	b->err = fcgi_nv_encode(b->p, b->cap, &b->len, name, nlen, value,
 				vlen);
 }
 
-static void putz(struct block *b, const char *name, const char *value)
-{
-	put(b, name, strlen(name), value, strlen(value));
-}
+/* A parameter whose name is a string literal (its length known). */
+#define PUT(b, lit, v, vlen) put(b, lit, sizeof(lit) - 1, v, vlen)
+#define PUTZ(b, lit, v) PUT(b, lit, v, strlen(v))
 
-static void puts_(struct block *b, const char *name, const char *v,
-		  size_t vlen)
-{
-	put(b, name, strlen(name), v, vlen);
-}
-
-static void put_num(struct block *b, const char *name, unsigned long long v)
+static void put_num(struct block *b, const char *name, size_t nlen,
+		    unsigned long long v)
 {
 	char num[HTTP_DEC_MAX], *d = http_dec(num, v);
 
-	puts_(b, name, d, (size_t)(num + sizeof(num) - d));
+	put(b, name, nlen, d, (size_t)(num + sizeof(num) - d));
 }
+
+#define PUT_NUM(b, lit, v) put_num(b, lit, sizeof(lit) - 1, v)
 
 /* a.b.c.d of a network-order IPv4 address into out (16 bytes). */
 static void ipv4_text(const struct in_addr *a, char out[INET_ADDRSTRLEN])
@@ -97,8 +138,9 @@ static void ipv4_text(const struct in_addr *a, char out[INET_ADDRSTRLEN])
 	}
 }
 
-static void put_addr(struct block *b, const char *addr_name,
-		     const char *port_name, const struct sockaddr_storage *ss)
+static void put_addr(struct block *b, const char *addr_name, size_t alen,
+		     const char *port_name, size_t plen,
+		     const struct sockaddr_storage *ss)
 {
 	char host[INET6_ADDRSTRLEN] = "";
 	unsigned port = 0;
@@ -114,8 +156,35 @@ static void put_addr(struct block *b, const char *addr_name,
 		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
 		port = ntohs(in6->sin6_port);
 	}
-	putz(b, addr_name, host);
-	put_num(b, port_name, port);
+	put(b, addr_name, alen, host, strlen(host));
+	put_num(b, port_name, plen, port);
+}
+
+/* SERVER_ADDR, SERVER_PORT or REMOTE_ADDR, REMOTE_PORT. */
+#define PUT_ADDR(b, what, ss) \
+	put_addr(b, what "_ADDR", sizeof(what "_ADDR") - 1, \
+		 what "_PORT", sizeof(what "_PORT") - 1, ss)
+
+/* SERVER_ADDR .. REMOTE_PORT: encoded on a connection's first request,
+ * copied from its memo on the next ones. */
+static void put_addrs(struct block *b, const struct fcgi_params_in *in)
+{
+	struct zh_addr_memo *m = in->addr_memo;
+	size_t start = b->len;
+
+	if (m && m->len) {
+		if (b->err || (b->cap - b->len < m->len && !grow(b, m->len)))
+			return;
+		memcpy(b->p + b->len, m->bytes, m->len);
+		b->len += m->len;
+		return;
+	}
+	PUT_ADDR(b, "SERVER", in->server);
+	PUT_ADDR(b, "REMOTE", in->peer);
+	if (m && !b->err && b->len - start <= sizeof(m->bytes)) {
+		memcpy(m->bytes, b->p + start, b->len - start);
+		m->len = (uint8_t)(b->len - start);
+	}
 }
 
 /* "HTTP_" + upper-cased name with '-' as '_'; false if not passed on. */
@@ -210,7 +279,7 @@ static void put_server_name(struct block *b, const struct http_request *req)
 	size_t n = req->host.len;
 
 	if (!h || !n) {
-		putz(b, "SERVER_NAME", "");
+		PUT(b, "SERVER_NAME", "", 0);
 		return;
 	}
 	if (h[0] == '[') {		/* "[::1]:8080" */
@@ -222,7 +291,7 @@ static void put_server_name(struct block *b, const struct http_request *req)
 
 		n = c ? (size_t)(c - h) : n;
 	}
-	puts_(b, "SERVER_NAME", h, n);
+	PUT(b, "SERVER_NAME", h, n);
 }
 
 /* The pairs of one request into b. */
@@ -231,53 +300,51 @@ static void encode(struct block *b, const struct fcgi_params_in *in)
 	const struct http_request *req = in->req;
 	const char *q = in->query;
 
-	putz(b, "GATEWAY_INTERFACE", "CGI/1.1");
-	putz(b, "SERVER_SOFTWARE", "zchttpd/" ZC_VERSION);
-	putz(b, "SERVER_PROTOCOL", in->protocol ? in->protocol :
+	PUTZ(b, "GATEWAY_INTERFACE", "CGI/1.1");
+	PUTZ(b, "SERVER_SOFTWARE", "zchttpd/" ZC_VERSION);
+	PUTZ(b, "SERVER_PROTOCOL", in->protocol ? in->protocol :
 				   req->minor ? "HTTP/1.1" : "HTTP/1.0");
-	puts_(b, "REQUEST_METHOD", req->method_str.p, req->method_str.len);
-	puts_(b, "REQUEST_URI", req->target.p, req->target.len);
-	puts_(b, "QUERY_STRING", q ? q : "", q ? in->query_len : 0);
-	puts_(b, "SCRIPT_NAME", in->script_name, in->script_name_len);
-	puts_(b, "PATH_INFO", in->path_info, in->path_info_len);
-	puts_(b, "SCRIPT_FILENAME", in->script_filename,
-	      strlen(in->script_filename));
-	putz(b, "DOCUMENT_ROOT", in->document_root);
-	putz(b, "DOCUMENT_URI", in->document_uri);
+	PUT(b, "REQUEST_METHOD", req->method_str.p, req->method_str.len);
+	PUT(b, "REQUEST_URI", req->target.p, req->target.len);
+	PUT(b, "QUERY_STRING", q ? q : "", q ? in->query_len : 0);
+	PUT(b, "SCRIPT_NAME", in->script_name, in->script_name_len);
+	PUT(b, "PATH_INFO", in->path_info, in->path_info_len);
+	PUTZ(b, "SCRIPT_FILENAME", in->script_filename);
+	PUTZ(b, "DOCUMENT_ROOT", in->document_root);
+	PUTZ(b, "DOCUMENT_URI", in->document_uri);
 	if (in->content_type)
-		puts_(b, "CONTENT_TYPE", in->content_type,
-		      in->content_type_len);
+		PUT(b, "CONTENT_TYPE", in->content_type, in->content_type_len);
 	else
-		putz(b, "CONTENT_TYPE", "");
+		PUT(b, "CONTENT_TYPE", "", 0);
 	if (in->has_body)
-		put_num(b, "CONTENT_LENGTH", in->content_length);
+		PUT_NUM(b, "CONTENT_LENGTH", in->content_length);
 	else
-		putz(b, "CONTENT_LENGTH", "");
+		PUT(b, "CONTENT_LENGTH", "", 0);
 	put_server_name(b, req);
-	put_addr(b, "SERVER_ADDR", "SERVER_PORT", in->server);
-	put_addr(b, "REMOTE_ADDR", "REMOTE_PORT", in->peer);
-	putz(b, "HTTPS", "off");
+	put_addrs(b, in);
+	PUTZ(b, "HTTPS", "off");
 	/* PHP built with --enable-force-cgi-redirect insists on it. */
-	putz(b, "REDIRECT_STATUS", "200");
+	PUTZ(b, "REDIRECT_STATUS", "200");
 	/* HTTP_HOST is the host the request is for: for an absolute-form
 	 * target its authority, not a Host field that may say otherwise
 	 * (RFC 9112 3.2.2; what Debian's nginx fastcgi_params does too). */
 	if (req->host.p)
-		puts_(b, "HTTP_HOST", req->host.p, req->host.len);
+		PUT(b, "HTTP_HOST", req->host.p, req->host.len);
 	put_headers(b, req);
 }
 
 int fcgi_params_build(const struct fcgi_params_in *in, uint16_t request_id,
 		      bool keep_conn, zc_agg *out)
 {
-	struct block blk = { 0 };
+	struct block blk;
 	struct fcgi_batch b;
 	uint8_t begin[16];
 	int err;
 
+	block_init(&blk);
 	encode(&blk, in);
 	if (blk.err) {
-		free(blk.p);
+		block_free(&blk);
 		return blk.err;
 	}
 	/* BEGIN_REQUEST, the PARAMS records, the empty PARAMS record: all
@@ -292,6 +359,6 @@ int fcgi_params_build(const struct fcgi_params_in *in, uint16_t request_id,
 	fcgi_batch_bytes(&b, FCGI_PARAMS, request_id, NULL, 0);
 	err = fcgi_batch_build(&b, FCGI_BATCH_COPY, NULL, out);
 	fcgi_batch_free(&b);
-	free(blk.p);
+	block_free(&blk);
 	return err;
 }

@@ -9,6 +9,8 @@
 #include "http_parser.h"
 #include "zc.h"
 
+struct zh_addr_memo;
+
 /* What a request's parameters are made of (everything borrowed). */
 struct fcgi_params_in {
 	const struct http_request *req;
@@ -27,6 +29,9 @@ struct fcgi_params_in {
 	uint64_t content_length;
 	const struct sockaddr_storage *server;
 	const struct sockaddr_storage *peer;
+	struct zh_addr_memo *addr_memo;	/* the two above, encoded once per
+					 * connection (request.h); NULL:
+					 * encoded every time */
 	const char *protocol;		/* SERVER_PROTOCOL; NULL: HTTP/1.x
 					 * from req */
 };

@@ -101,8 +101,7 @@ int fcgi_reply_head(const struct cgi_head *h, const struct fcgi_reply *rep,
 				   f->value_len);
 	}
 	if (rep->has_length && rep->status != 204)
-		resp_addf(&o, "Content-Length", "%llu",
-			  (unsigned long long)rep->length);
+		resp_add_num(&o, "Content-Length", 14, rep->length);
 	else if (rep->chunked)
 		resp_add(&o, "Transfer-Encoding", "chunked");
 	resp_end(&o, keep_alive && !rep->close_delimited);

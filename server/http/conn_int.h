@@ -54,6 +54,7 @@ struct zh_conn {
 	struct sockaddr_storage peer;
 	struct sockaddr_storage local;	/* ours, asked for when needed */
 	bool have_local;
+	struct zh_addr_memo addr_memo;	/* request_addr_memo */
 	struct h2_conn *h2;		/* it speaks HTTP/2 (h2.h): the socket
 					 * is h2_conn.c's, the rest here unused */
 	/* Cache entries used by queued responses, oldest first, each with

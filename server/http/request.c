@@ -269,6 +269,11 @@ const struct sockaddr_storage *request_peer(const struct zh_request *r)
 	return &r->conn->peer;
 }
 
+struct zh_addr_memo *request_addr_memo(struct zh_request *r)
+{
+	return &r->conn->addr_memo;
+}
+
 const struct sockaddr_storage *request_local(struct zh_request *r)
 {
 	struct zh_conn *c = r->conn;

@@ -222,4 +222,16 @@ bool request_redirected(struct zh_request *r);
 const struct sockaddr_storage *request_peer(const struct zh_request *r);
 const struct sockaddr_storage *request_local(struct zh_request *r);
 
+/* Bytes a handler derives from the connection's two addresses alone,
+ * kept for the connection's next requests (the FastCGI handler's encoded
+ * SERVER_ADDR, SERVER_PORT, REMOTE_ADDR, REMOTE_PORT): the addresses
+ * cannot change while it lives, and a connection starts with len 0 (not
+ * made yet). */
+#define ZH_ADDR_MEMO_MAX 160
+struct zh_addr_memo {
+	uint8_t len;
+	uint8_t bytes[ZH_ADDR_MEMO_MAX];
+};
+struct zh_addr_memo *request_addr_memo(struct zh_request *r);
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "http_lex.h"
 #include "http_parser.h"
 #include "respond.h"
 
@@ -160,6 +161,14 @@ void resp_field(struct resp_head *h, const char *name, size_t name_len,
 	append(h, ": ", 2);
 	append(h, value, value_len);
 	append(h, "\r\n", 2);
+}
+
+void resp_add_num(struct resp_head *h, const char *name, size_t name_len,
+		  uint64_t v)
+{
+	char num[HTTP_DEC_MAX], *d = http_dec(num, v);
+
+	resp_field(h, name, name_len, d, (size_t)(num + sizeof(num) - d));
 }
 
 void resp_add(struct resp_head *h, const char *name, const char *value)

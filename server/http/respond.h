@@ -40,6 +40,10 @@ void resp_field(struct resp_head *h, const char *name, size_t name_len,
 		const char *value, size_t value_len);
 void resp_addf(struct resp_head *h, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* A field whose value is a number in decimal (Content-Length): without
+ * printf's cost, which a per-request head feels. */
+void resp_add_num(struct resp_head *h, const char *name, size_t name_len,
+		  uint64_t v);
 /* Header lines already formatted ("Name: value\r\n"...), e.g. prebuilt. */
 void resp_add_raw(struct resp_head *h, const char *lines, size_t n);
 /* Connection header + the empty line. */

@@ -84,11 +84,32 @@ static void test_room(void **state)
 	assert_start(&h, "HTTP/1.1 200 OK");
 }
 
+/* A number field: the same bytes as printf's %llu, 0 and 2^64-1 too. */
+static void test_add_num(void **state)
+{
+	const uint64_t v[] = { 0, 7, 10, 102400, UINT64_MAX };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct resp_head a = { 0 }, b = { 0 };
+
+		resp_begin(&a, 200);
+		resp_begin(&b, 200);
+		resp_add_num(&a, "Content-Length", 14, v[i]);
+		resp_addf(&b, "Content-Length", "%llu",
+			  (unsigned long long)v[i]);
+		assert_false(a.overflow);
+		assert_int_equal(a.len, b.len);
+		assert_memory_equal(a.buf, b.buf, a.len);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_start_lines),
 		cmocka_unit_test(test_room),
+		cmocka_unit_test(test_add_num),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
