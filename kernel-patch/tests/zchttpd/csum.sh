@@ -74,7 +74,7 @@ start() { # [env assignments for zchttpd]
 # dcomputed (counter deltas).
 pass() {
 	r0=$(zc iol_bytes_by_reference) c0=$(zc csum_bytes_cached)
-	p0=$(zc csum_bytes_computed)
+	p0=$(zc csum_bytes_computed) s0=$(zc csum_shrunk)
 	mkdir -p $T/$1
 	t0=$(now_ms)
 	in_cli $TLSGET -n $A $PORT $T/$1 $(paths) > $T/get.out 2>&1 &&
@@ -84,7 +84,7 @@ pass() {
 	dref=$(( $(zc iol_bytes_by_reference) - r0 ))
 	dcached=$(( $(zc csum_bytes_cached) - c0 ))
 	dcomputed=$(( $(zc csum_bytes_computed) - p0 ))
-	echo "INFO csum-$1: $total body bytes in $ms ms; iol_bytes_by_reference +$dref, csum_bytes_cached +$dcached, csum_bytes_computed +$dcomputed"
+	echo "INFO csum-$1: $total body bytes in $ms ms; iol_bytes_by_reference +$dref, csum_bytes_cached +$dcached, csum_bytes_computed +$dcomputed, csum_shrunk +$(( $(zc csum_shrunk) - s0 ))"
 	[ $rc -eq 0 ] || tail -3 $T/get.out | sed 's/^/INFO get: /'
 	return $rc
 }
@@ -95,6 +95,11 @@ if ! $ZH/bin/vethpair $SRV $CLI $A $B; then
 fi
 ok csum-net
 srv0=$(errs $SRV) cli0=$(errs $CLI) inv0=$(zc csum_invalidations)
+# Start from free memory (the tests before this one leave the page cache
+# full); csum_shrunk in the INFO lines says whether the checksum cache's
+# shrinker ran during a pass.
+sync
+echo 3 > /proc/sys/vm/drop_caches
 
 if start; then
 	check csum-cold "cold pass: fetch or body mismatch" pass cold
@@ -106,9 +111,14 @@ if start; then
 		check csum-warm$k-by-reference "iol_bytes_by_reference +$dref, wanted >= $total" \
 			[ "$dref" -ge "$total" ]
 		# Most body bytes: the sums of segment edges and of the
-		# response heads (copied bytes) are computed.
-		check csum-warm$k-cached "csum_bytes_cached +$dcached, wanted >= 3/4 of $total" \
-			[ $((dcached * 4)) -ge $((total * 3)) ]
+		# response heads (copied bytes) are computed.  How many
+		# edges fall inside a 64-byte block depends on how the
+		# segments are cut, which the tests that ran before move:
+		# 95 % cached when this test runs alone, 85 % after the
+		# criu test (csum_shrunk +0: not the shrinker), 73 % in one
+		# full lane of about ten.  A broken cache gives about 0.
+		check csum-warm$k-cached "csum_bytes_cached +$dcached, wanted >= 1/2 of $total" \
+			[ $((dcached * 2)) -ge $total ]
 	done
 	s=$(in_cli $TLSGET -n $A $PORT $T/st /.zc/status >/dev/null 2>&1 && cat $T/st/status)
 	echo "INFO csum-status: $(echo "$s" | grep -o '"hits":[0-9]*' | head -1), $(echo "$s" | grep -o '"zero_copy":{[^}]*}')"
