@@ -8,8 +8,9 @@
  * exactly as it does for plain HTTP -- sendmsg for heads, sendfile for file
  * extents -- and file bodies never enter user space.  Where the kernel has
  * no tls ULP (this machine's host kernel lists only mptcp), tls_send copies
- * one record's worth of the response into a bounce buffer (zc_agg_copyout:
- * memory slices and file extents alike) and SSL_writes it: encryption has to
+ * up to four records' worth of the response into a bounce buffer
+ * (zc_agg_copyout: memory slices and file extents alike) and SSL_writes it
+ * record by record: encryption has to
  * read every byte anyway, so that copy is the least a user-space record
  * layer can do.  Input always goes through SSL_read, which itself uses the
  * kernel's receive side when OpenSSL enabled it.
