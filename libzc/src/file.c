@@ -5,14 +5,19 @@
  * bytes are only meaningful while the file still has the version it had when
  * the slice was made, so a zc_file remembers that version (device, inode,
  * size, mtime, ctime) and every consumer checks it before using the bytes.
- * Consumers read with pread/sendfile/splice, never through a mapping, so a
- * file that shrinks gives an error (-ESTALE), never a SIGBUS.
+ * Consumers read with pread/sendfile/splice, so a file that shrinks gives
+ * an error (-ESTALE), never a SIGBUS.  The one mapping (zc_file_map) is
+ * read by the kernel alone, as the source of a socket write's copy: a
+ * page past a shrunk end then fails that copy with EFAULT, which
+ * iol_write turns into -ESTALE.  No pointer into it ever leaves libzc,
+ * because a read of it in user space would be a SIGBUS.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -175,11 +180,43 @@ zc_file *zc_file_ref(zc_file *file)
 	return file;
 }
 
+int zc_file_map(zc_file *file)
+{
+	const unsigned char *none = NULL;
+	void *m;
+
+	if (!file)
+		return -EINVAL;
+	if (atomic_load_explicit(&file->map, memory_order_acquire))
+		return 0;
+	if (file->v.size <= 0 || (uint64_t)file->v.size > SIZE_MAX / 2)
+		return -EINVAL;
+	/* No MAP_POPULATE: that would read a file that is not in memory
+	 * now, on the caller's thread; the copies fault pages in (16 at a
+	 * time, the kernel's fault-around) as they first need them. */
+	m = mmap(NULL, (size_t)file->v.size, PROT_READ, MAP_SHARED, file->fd,
+		 0);
+	zc_stat_call();
+	if (m == MAP_FAILED)
+		return -errno;
+	/* Another thread may have mapped it meanwhile: one mapping stays. */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &file->map, &none, (const unsigned char *)m,
+		    memory_order_acq_rel, memory_order_acquire))
+		munmap(m, (size_t)file->v.size);
+	return 0;
+}
+
 void zc_file_release(zc_file *file)
 {
+	const unsigned char *map;
+
 	if (!file || atomic_fetch_sub_explicit(&file->refs, 1,
 					       memory_order_acq_rel) != 1)
 		return;
+	map = atomic_load_explicit(&file->map, memory_order_relaxed);
+	if (map)
+		munmap((void *)map, (size_t)file->v.size);
 	close(file->fd);
 	free(file->path);
 	free(file);

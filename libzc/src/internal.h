@@ -219,6 +219,9 @@ struct zc_file {
 	char *path;		/* NULL for zc_file_from_fd */
 	bool trusted;		/* zc_file_trust: never checked */
 	struct zc_file_version v;
+	/* zc_file_map: v.size bytes, read-only; only the kernel reads it
+	 * (sendmsg's copy), see file.c.  Set once, never moved. */
+	const unsigned char *_Atomic map;
 };
 
 /* Read exactly len bytes of fd at off (pread: the offset does not move):

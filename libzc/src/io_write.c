@@ -5,7 +5,7 @@
  *   slice \ to   TCP / UNIX stream    pipe           file             other
  *   small buf    sendmsg (copy)       writev (copy)  writev (copy)    writev
  *   large buf    sendfile from memfd  vmsplice       writev (copy)    writev
- *   file extent  sendfile             splice         copy_file_range  sendfile
+ *   file extent  sendfile (*)         splice         copy_file_range  sendfile
  *   kernel buf   iol_write (by reference)            iol_write        writev
  *
  * "Small" is below 16 KiB: copying a header costs less than what lending it
@@ -20,6 +20,13 @@
  * the call; on release, pool.c then punches the pages out of the memfd so
  * the kernel keeps the old pages and the next user gets fresh ones.  Never
  * add a by-reference path without the mark.
+ *
+ * (*) With zc_sink_copy_mapped_files, an extent of a mapped file
+ * (zc_file_map) goes by copy from the mapping, gathered like a small
+ * buffer: for extents cut small with bytes of the caller's between them
+ * (HTTP/2 frames) one sendmsg costs less than a sendfile per piece.  The
+ * kernel is the only reader of the mapping; a page past a shrunk end fails
+ * the copy with EFAULT, reported as -ESTALE like a short sendfile.
  *
  * Kernel IO-Lite buffers (iol_kernel.c; the patched kernel only) go by the
  * kernel's iol_write at any size: the kernel keeps its own page references,
@@ -81,6 +88,7 @@ struct wstate {
 	bool copy_first;	/* zc_sink_copy_first_trip */
 	uint32_t trip;		/* this call, among copy_first calls */
 	bool trust;		/* skip file version checks (caller's job) */
+	bool copy_mapped;	/* zc_sink_copy_mapped_files */
 };
 
 enum how {
@@ -113,10 +121,25 @@ static bool first_trip(const struct wstate *w, const zc_buf *b)
 	return !(f & ZC_BUF_COPIED) || b->copy_trip == w->trip;
 }
 
+/* The extent's bytes in its file's mapping, if the sink copies those. */
+static const unsigned char *mapped_bytes(const struct wstate *w,
+					 const struct zc_slice_int *s)
+{
+	const unsigned char *map;
+
+	if (!w->copy_mapped || !is_stream_socket(w))
+		return NULL;
+	map = atomic_load_explicit(&s->file->map, memory_order_acquire);
+	if (!map || s->off > (uint64_t)s->file->v.size ||
+	    s->len > (uint64_t)s->file->v.size - s->off)
+		return NULL;
+	return map;
+}
+
 static enum how how_for(const struct wstate *w, const struct zc_slice_int *s)
 {
 	if (s->kind == ZC_SLICE_FILE)
-		return HOW_FILE;
+		return mapped_bytes(w, s) ? HOW_COPY : HOW_FILE;
 	if (s->kind == ZC_SLICE_BUF && zc_buf_is_kernel(s->buf))
 		return is_stream_socket(w) || w->kind == ZC_FD_PIPE ||
 		       w->kind == ZC_FD_FILE ? HOW_KIOL : HOW_COPY;
@@ -136,12 +159,13 @@ static enum how how_for(const struct wstate *w, const struct zc_slice_int *s)
 /*
  * Gather the run of slices at the front that share mechanism `how` into
  * iov (at most ZC_IOV_MAX entries, ZC_CALL_MAX bytes).  Returns the number
- * of entries, or -ENOMEM if the first buffer cannot be mapped (an imported
- * pool whose mapping failed).
+ * of entries, -ENOMEM if the first buffer cannot be mapped (an imported
+ * pool whose mapping failed), or the first file's failed version check.
  */
 static int gather(const struct wstate *w, zc_agg *agg, enum how how,
 		  struct iovec *iov, size_t *bytes)
 {
+	const zc_file *checked = NULL;
 	int n = 0;
 
 	*bytes = 0;
@@ -152,7 +176,25 @@ static int gather(const struct wstate *w, zc_agg *agg, enum how how,
 
 		if (how_for(w, s) != how || *bytes >= ZC_CALL_MAX)
 			break;
-		data = s->kind == ZC_SLICE_MEM ? s->mem : zc_buf_data(s->buf);
+		if (s->kind == ZC_SLICE_FILE) {
+			/* Checked once per call (frames of one file
+			 * alternate with their headers). */
+			if (!w->trust && s->file != checked) {
+				int err = zc_file_check(s->file);
+
+				zc_stat_call();
+				if (err) {
+					if (n == 0)
+						return err;
+					break;
+				}
+				checked = s->file;
+			}
+			data = mapped_bytes(w, s);
+		} else {
+			data = s->kind == ZC_SLICE_MEM ? s->mem
+						       : zc_buf_data(s->buf);
+		}
 		if (!data)
 			break;
 		if (how == HOW_VMSPLICE)
@@ -195,8 +237,9 @@ static ssize_t write_copy_run(const struct wstate *w, zc_agg *agg,
 		r = writev(w->fd, iov, n);
 	}
 	zc_stat_call();
+	/* Only a mapped file's page past its (shrunk) end faults. */
 	if (r < 0)
-		return -errno;
+		return errno == EFAULT ? -ESTALE : -errno;
 	zc_stat_copy((uint64_t)r);
 	return r;
 }
@@ -537,6 +580,7 @@ static void cork_end(const struct wstate *w)
 #define SINK_APPEND 2u
 #define SINK_TRUST 4u		/* zc_sink_trust_extents */
 #define SINK_COPY_FIRST 8u	/* zc_sink_copy_first_trip */
+#define SINK_COPY_MAPPED 16u	/* zc_sink_copy_mapped_files */
 
 /* Numbers the calls of copy-first sinks (a buffer remembers the call
  * that copied it; 0 is no call). */
@@ -555,6 +599,11 @@ static void sink_option(zc_sink *sink, unsigned flag, int on)
 void zc_sink_copy_first_trip(zc_sink *sink, int on)
 {
 	sink_option(sink, SINK_COPY_FIRST, on);
+}
+
+void zc_sink_copy_mapped_files(zc_sink *sink, int on)
+{
+	sink_option(sink, SINK_COPY_MAPPED, on);
 }
 
 void zc_sink_trust_extents(zc_sink *sink, int on)
@@ -639,6 +688,7 @@ ssize_t iol_write_sink(const zc_sink *sink, zc_agg *agg)
 	w.append = sink->flags & SINK_APPEND;
 	w.trust = sink->flags & SINK_TRUST;
 	w.copy_first = sink->flags & SINK_COPY_FIRST;
+	w.copy_mapped = sink->flags & SINK_COPY_MAPPED;
 	if (w.copy_first)
 		w.trip = atomic_fetch_add_explicit(&copy_trips, 1,
 						   memory_order_relaxed) + 1;

@@ -57,6 +57,18 @@ bool cache_kernel_snapshots(zc_pool *pool)
 	return yes;
 }
 
+/* A file's extent.  Framed, the file is mapped too, for a socket that
+ * copies the frames' payloads from it (zc_sink_copy_mapped_files; the
+ * mapping lasts as long as this worker keeps the file).  Not where the
+ * cache manages the page cache itself: a mapped page cannot be dropped. */
+static int append_file(struct cache *c, zc_file *f, zc_agg *out,
+		       uint64_t off, uint64_t len, bool framed)
+{
+	if (framed && !c->z->cfg.owns_pages)
+		(void)zc_file_map(f);	/* without it, by sendfile */
+	return zc_agg_append_file(out, f, off, len);
+}
+
 int cache_append_body(struct cache *c, struct cache_entry *e, zc_agg *out,
 		      uint64_t off, uint64_t len, bool framed)
 {
@@ -65,7 +77,7 @@ int cache_append_body(struct cache *c, struct cache_entry *e, zc_agg *out,
 	zc_file *f;
 
 	if (!is_shared(e))
-		return zc_agg_append_file(out, e->file, off, len);
+		return append_file(c, e->file, out, off, len, framed);
 	if (atomic_load_explicit(&e->body_state, memory_order_acquire) ==
 	    CB_READY) {
 		/* Small (or framed, cache.h): copied into the socket with
@@ -88,7 +100,7 @@ int cache_append_body(struct cache *c, struct cache_entry *e, zc_agg *out,
 	f = l ? l->file : NULL;
 	if (!f)
 		return -EAGAIN;
-	return zc_agg_append_file(out, f, off, len);
+	return append_file(c, f, out, off, len, framed);
 }
 
 bool cache_body_in_memory(struct cache *c, struct cache_entry *e)

@@ -261,6 +261,34 @@ static int on_send_data(nghttp2_session *session, nghttp2_frame *frame,
 	return 0;
 }
 
+/*
+ * How long a DATA frame may be: what the client allows (its
+ * SETTINGS_MAX_FRAME_SIZE; nghttp2 alone would stop at 16 KiB) up to
+ * H2_FRAME_MAX, within the windows.  Clients that ask for frames of at
+ * least H2_REF_FRAME_MIN get a file's pages by reference, a sendfile per
+ * frame (choose_data_path in h2_conn.c).  nghttp2 grows its frame buffer
+ * to the length even though the payload never goes into it (NO_COPY):
+ * the cap bounds that too, and the pages it does not touch stay virtual.
+ */
+static ssize_t on_read_length(nghttp2_session *session, uint8_t type,
+			      int32_t stream_id, int32_t conn_window,
+			      int32_t stream_window, uint32_t max_frame,
+			      void *user_data)
+{
+	int32_t n = (int32_t)(max_frame < H2_FRAME_MAX ? max_frame
+						       : H2_FRAME_MAX);
+
+	(void)session;
+	(void)type;
+	(void)stream_id;
+	(void)user_data;
+	if (conn_window < n)
+		n = conn_window;
+	if (stream_window < n)
+		n = stream_window;
+	return n > 0 ? n : 1;	/* nghttp2 defers a stream with no window */
+}
+
 nghttp2_data_provider h2_data_provider(struct h2_stream *s)
 {
 	return (nghttp2_data_provider){
@@ -273,4 +301,6 @@ void h2_data_callbacks(nghttp2_session_callbacks *cbs)
 {
 	nghttp2_session_callbacks_set_send_callback(cbs, on_send);
 	nghttp2_session_callbacks_set_send_data_callback(cbs, on_send_data);
+	nghttp2_session_callbacks_set_data_source_read_length_callback(
+		cbs, on_read_length);
 }

@@ -61,6 +61,13 @@ struct zh_worker;
 /* The connection's receive window (the sum over its streams). */
 #define H2_CONN_WINDOW (1u << 20)
 
+/* DATA frames at least this large carry a file's pages by reference (a
+ * sendfile each); smaller ones copy them from the file's mapping
+ * (choose_data_path in h2_conn.c). */
+#define H2_REF_FRAME_MIN (64u << 10)
+/* The longest DATA frame we make, whatever the client allows. */
+#define H2_FRAME_MAX (256u << 10)
+
 /* ------------------------------------------------------------ output */
 
 /* Frame bytes nghttp2 made (heads, control frames, DATA frame headers)

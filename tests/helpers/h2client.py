@@ -22,6 +22,9 @@ usage: h2client.py PORT COMMAND [ARGS] [--pid PID]
                         runs out, then SIGHUP to PID (the master) while it
                         waits: the GOAWAY's code, then the window opened:
                         did the whole body come?
+  frames PATH F N       SETTINGS_MAX_FRAME_SIZE F, windows wide open, N
+                        requests for PATH on one connection: the largest
+                        DATA frame and the bodies' SHA-256 (one if all agree)
   idle N S              N connections that send the preface and nothing more:
                         waits up to S seconds until the server closed them
 
@@ -31,6 +34,7 @@ server worker's resident memory (VmRSS, KiB) before and at its highest.
 Exits 0 when it ran to the end (the server's verdict is for the test to
 judge), 2 on bad usage.  Debian's python3-h2 (hpack, hyperframe).
 """
+import hashlib
 import os
 import resource
 import select
@@ -103,6 +107,10 @@ class Conn:
         self.closed = False
         self.statuses = {}
         self.data = {}
+        self.max_data = 0        # the largest DATA payload seen
+        self.keep = False        # keep DATA bytes in bodies
+        self.bodies = {}
+        self.ended = set()       # streams whose END_STREAM came
         self.sock.sendall(PREFACE + SettingsFrame(0, settings or {}).serialize())
 
     def send(self, frames):
@@ -169,6 +177,11 @@ class Conn:
                     self.statuses[f.stream_id] = int(v)
         elif isinstance(f, DataFrame):
             self.data[f.stream_id] = self.data.get(f.stream_id, 0) + len(f.data)
+            self.max_data = max(self.max_data, len(f.data))
+            if self.keep:
+                self.bodies.setdefault(f.stream_id, bytearray()).extend(f.data)
+            if "END_STREAM" in f.flags:
+                self.ended.add(f.stream_id)
         elif isinstance(f, GoAwayFrame) and self.goaway is None:
             self.goaway = CODES.get(f.error_code, str(f.error_code))
 
@@ -339,6 +352,23 @@ def reload(port, path, pid):
     c.report()
 
 
+def frames(port, path, max_frame, n):
+    # Windows wide open and the frame size asked: only TCP paces the
+    # server, and its DATA frames may be up to max_frame long.
+    c = Conn(port, settings={0x4: 2**31 - 1, 0x5: max_frame})
+    c.keep = True
+    c.send([WindowUpdateFrame(0, 2**31 - 1 - 65535)] +
+           [c.get(2 * i + 1, path) for i in range(n)])
+    end = time.time() + 30
+    while len(c.ended) < n and not c.closed and time.time() < end:
+        c.pump(1)
+    print("ended", len(c.ended))
+    print("largest_data_frame", c.max_data)
+    digests = sorted({hashlib.sha256(b).hexdigest() for b in c.bodies.values()})
+    print("sha256", " ".join(digests) or "none")
+    c.report()
+
+
 def idle(port, n, wait, watch=None):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 64), hard))
@@ -395,6 +425,8 @@ def main():
         no_read(port, rest[0], int(rest[1]), float(rest[2]))
     elif cmd == "reload":
         reload(port, rest[0], int(rest[1]))
+    elif cmd == "frames":
+        frames(port, rest[0], int(rest[1]), int(rest[2]))
     elif cmd == "idle":
         idle(port, int(rest[0]), float(rest[1]), w if pid else None)
     else:
