@@ -10,7 +10,8 @@
  * no tls ULP (this machine's host kernel lists only mptcp), tls_send copies
  * up to four records' worth of the response into a bounce buffer
  * (zc_agg_copyout: memory slices and file extents alike) and SSL_writes it
- * record by record: encryption has to
+ * record by record, corked so that the records share full TCP segments:
+ * encryption has to
  * read every byte anyway, so that copy is the least a user-space record
  * layer can do.  Input always goes through SSL_read, which itself uses the
  * kernel's receive side when OpenSSL enabled it.
@@ -42,6 +43,8 @@
 
 #include "tls.h"
 
+#define TLS_RECORD (16u << 10)	/* the largest record's payload */
+
 #define DEFAULT_CIPHERS \
 	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:" \
 	"ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:" \
@@ -63,6 +66,7 @@ struct tls_conn {
 	bool buffered;			/* read ahead: records may wait in
 					 * OpenSSL's buffer, unseen by epoll */
 	size_t retry_len;		/* an SSL_write to repeat as it was */
+	bool corked;			/* TCP_CORK set by tls_send */
 };
 
 /* OpenSSL's reason for a failure -- the first error queued is the cause,
@@ -416,6 +420,17 @@ bool tls_pending(const struct tls_conn *tc)
 	return !tc->broken && (SSL_pending(tc->ssl) > 0 || tc->buffered);
 }
 
+/* Records written one by one leave as one TCP segment each (and, on
+ * loopback, are received one by one on our CPU): corked, the records of
+ * one copy-out share full-sized segments. */
+static void cork(struct tls_conn *tc, int on)
+{
+	if (tc->corked == (bool)on)
+		return;
+	setsockopt(SSL_get_fd(tc->ssl), IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+	tc->corked = on;
+}
+
 ssize_t tls_send(struct tls_conn *tc, zc_agg *agg, char *bounce,
 		 struct tls_stats *st)
 {
@@ -444,6 +459,8 @@ ssize_t tls_send(struct tls_conn *tc, zc_agg *agg, char *bounce,
 	/* SSL_MODE_ENABLE_PARTIAL_WRITE: each SSL_write sends at least one
 	 * record and says how much; go on through the copy until it is sent
 	 * or the socket is full. */
+	if (len > TLS_RECORD)
+		cork(tc, 1);
 	while (sent < len) {
 		ERR_clear_error();
 		errno = 0;
@@ -460,10 +477,13 @@ ssize_t tls_send(struct tls_conn *tc, zc_agg *agg, char *bounce,
 			/* The next call must offer these bytes again: they
 			 * are the front of agg now. */
 			tc->retry_len = len - sent;
+			cork(tc, 0);
 			return sent ? (ssize_t)sent : -EAGAIN;
 		}
+		cork(tc, 0);
 		k = broken(tc, e);
 		return sent ? (ssize_t)sent : k;	/* then -EPIPE */
 	}
+	cork(tc, 0);
 	return (ssize_t)sent;
 }
