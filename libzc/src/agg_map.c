@@ -3,15 +3,59 @@
  *
  * Both are the exceptions to zero-copy, used when a program really needs
  * contiguous bytes (a parser, a checksum, a test).  File slices are read
- * with pread after a version check, never through a mapping, so a file that
- * shrank yields -ESTALE instead of a SIGBUS.
+ * with pread (preadv for a run of them) after a version check, never
+ * through a mapping, so a file that shrank yields -ESTALE instead of a
+ * SIGBUS.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
+
+/*
+ * Reads owed by a copyout: extents of one file that follow each other in
+ * the file (a body cut into frames with headers between them) go to their
+ * places in dst with one preadv, not a pread each.
+ */
+struct owed {
+	const zc_file *file;
+	uint64_t at;			/* file offset of the first */
+	uint64_t next;			/* where the next one must begin */
+	int n;
+	struct iovec iov[16];
+};
+
+static int owed_flush(struct owed *o)
+{
+	int err = o->n ? zc_preadv_exact(o->file->fd, o->at, o->iov, o->n) : 0;
+
+	o->n = 0;
+	return err;
+}
+
+/* Owe [off, off + len) of f into dst, reading what was owed first if it
+ * cannot join. */
+static int owe(struct owed *o, const zc_file *f, uint64_t off, void *dst,
+	       size_t len)
+{
+	int err = 0;
+
+	if (o->n && (f != o->file || off != o->next ||
+		     o->n == (int)(sizeof(o->iov) / sizeof(o->iov[0]))))
+		err = owed_flush(o);
+	if (err)
+		return err;
+	if (!o->n) {
+		o->file = f;
+		o->at = off;
+	}
+	o->iov[o->n++] = (struct iovec){ dst, len };
+	o->next = off + len;
+	return 0;
+}
 
 /* File extents: checked (-ESTALE if the file changed), then read exactly
  * (-ESTALE if it ended early). */
@@ -23,13 +67,14 @@ ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len)
 	 * of one file that a call copies (a response's body cut into frames
 	 * with headers between them) come from the same moment. */
 	const zc_file *checked = NULL;
+	struct owed owed = { .n = 0 };
+	int err = 0;
 
 	if (!agg || (!dst && len))
 		return -EINVAL;
-	for (size_t i = 0; i < agg->n && done < len; i++) {
+	for (size_t i = 0; i < agg->n && done < len && !err; i++) {
 		const struct zc_slice_int *s = &agg->s[agg->head + i];
 		size_t take;
-		int err = 0;
 
 		if (off >= s->len) {
 			off -= s->len;
@@ -52,15 +97,15 @@ ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len)
 				checked = s->file;
 			}
 			if (!err)
-				err = zc_pread_exact(s->file->fd, s->off + off,
-						     out + done, take);
+				err = owe(&owed, s->file, s->off + off,
+					  out + done, take);
 		}
-		if (err)
-			return err;
 		done += take;
 		off = 0;
 	}
-	return (ssize_t)done;
+	if (!err)
+		err = owed_flush(&owed);
+	return err ? err : (ssize_t)done;
 }
 
 int zc_agg_map(zc_agg *agg, zc_pool *pool, const void **data, size_t *len)

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -240,6 +241,34 @@ int zc_pread_exact(int fd, uint64_t off, void *dst, size_t len)
 		p += n;
 		off += (uint64_t)n;
 		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int zc_preadv_exact(int fd, uint64_t off, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t got = preadv(fd, iov, n, (off_t)off);
+
+		zc_stat_call();
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			return -ESTALE;	/* the file ends first */
+		zc_stat_copy((uint64_t)got);
+		off += (uint64_t)got;
+		/* Past what came: whole entries, then into the next one. */
+		while (n > 0 && (size_t)got >= iov->iov_len) {
+			got -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0 && got) {
+			iov->iov_base = (char *)iov->iov_base + got;
+			iov->iov_len -= (size_t)got;
+		}
 	}
 	return 0;
 }

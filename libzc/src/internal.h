@@ -227,6 +227,10 @@ struct zc_file {
 /* Read exactly len bytes of fd at off (pread: the offset does not move):
  * 0, -ESTALE if the file ends first, or -errno.  Counted as copied. */
 int zc_pread_exact(int fd, uint64_t off, void *dst, size_t len);
+/* The same into n places, the file's bytes from off on in order (iov is
+ * used up as it goes). */
+struct iovec;
+int zc_preadv_exact(int fd, uint64_t off, struct iovec *iov, int n);
 
 /* ------------------------------------------------------------- aggregates */
 

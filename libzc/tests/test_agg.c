@@ -430,6 +430,56 @@ static void test_file_slices(void **state)
 	unlink(path);
 }
 
+/* A body cut into frames, a header before each: the file's extents come
+ * in one preadv, each to its place; a file that ends early is -ESTALE. */
+static void test_copyout_frames_one_read(void **state)
+{
+	enum { FRAME = 1000, FRAMES = 7 };
+	char path[] = "/tmp/zc-agg-XXXXXX";
+	unsigned char body[FRAME * FRAMES], want[(9 + FRAME) * FRAMES],
+		got[sizeof(want)], hdr[FRAMES][9];
+	struct zc_io_stats s0, s1;
+	int fd = mkstemp(path);
+	zc_file *f;
+	zc_agg *a;
+
+	(void)state;
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < sizeof(body); i++)
+		body[i] = (unsigned char)(i * 7 + i / 251);
+	assert_int_equal(write(fd, body, sizeof(body)), (ssize_t)sizeof(body));
+	assert_int_equal(zc_file_open(path, &f), 0);
+	zc_agg_create(&a);
+	for (int k = 0; k < FRAMES; k++) {
+		memset(hdr[k], 'A' + k, 9);
+		assert_int_equal(zc_agg_append_mem(a, hdr[k], 9), 0);
+		assert_int_equal(zc_agg_append_file(a, f, (uint64_t)k * FRAME,
+						    FRAME), 0);
+		memcpy(want + k * (9 + FRAME), hdr[k], 9);
+		memcpy(want + k * (9 + FRAME) + 9, body + k * FRAME, FRAME);
+	}
+	zc_io_stats(&s0);
+	assert_int_equal(zc_agg_copyout(a, 0, got, sizeof(got)),
+			 (ssize_t)sizeof(got));
+	zc_io_stats(&s1);
+	assert_memory_equal(got, want, sizeof(want));
+	assert_int_equal(s1.calls - s0.calls, 1);
+	/* From the middle of a frame, partway into the last. */
+	assert_int_equal(zc_agg_copyout(a, 500, got, 4 * (9 + FRAME)),
+			 4 * (9 + FRAME));
+	assert_memory_equal(got, want + 500, 4 * (9 + FRAME));
+	/* The file now ends in the fourth frame. */
+	assert_int_equal(ftruncate(fd, 3 * FRAME + 10), 0);
+	assert_int_equal(zc_agg_copyout(a, 0, got, sizeof(got)), -ESTALE);
+	/* Trusted, no check: the read itself comes up short. */
+	zc_file_trust(f);
+	assert_int_equal(zc_agg_copyout(a, 0, got, sizeof(got)), -ESTALE);
+	zc_agg_release(a);
+	zc_file_release(f);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -444,6 +494,7 @@ int main(void)
 		cmocka_unit_test(test_map),
 		cmocka_unit_test(test_append_bytes_and_copyout),
 		cmocka_unit_test(test_file_slices),
+		cmocka_unit_test(test_copyout_frames_one_read),
 		cmocka_unit_test(test_borrowed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
