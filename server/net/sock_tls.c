@@ -9,8 +9,9 @@
  * socket is waited for.  Output goes where it costs least: where OpenSSL
  * installed the keys into the kernel (kTLS), iol_write sends as on a plain
  * socket -- heads by sendmsg, file extents by sendfile, and the kernel
- * encrypts -- else tls_send copies one record's worth into the worker's
- * bounce buffer and SSL_writes it.  A request body is decrypted through the
+ * encrypts -- else tls_send copies up to four records' worth into the
+ * worker's bounce buffer, SSL_writes it into the connection's batch of
+ * records and sends that with one call.  A request body is decrypted through the
  * same buffer (it is free between sends) into the body's aggregate.
  */
 #define _GNU_SOURCE

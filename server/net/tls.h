@@ -63,8 +63,9 @@ ssize_t tls_recv(struct tls_conn *tc, void *buf, size_t len);
  * them before waiting for the socket). */
 bool tls_pending(const struct tls_conn *tc);
 /* Encrypt and send the front of agg (at most TLS_BOUNCE bytes, copied
- * through bounce, as records until all are sent or the socket is full):
- * bytes sent and trimmed from agg, -EAGAIN, or another -errno. */
+ * through bounce, as records gathered into one send: tls_batch.h):
+ * plaintext bytes whose records left, trimmed from agg; -EAGAIN (records
+ * still wait for the socket, or it is full); or another -errno. */
 ssize_t tls_send(struct tls_conn *tc, zc_agg *agg, char *bounce,
 		 struct tls_stats *st);
 
