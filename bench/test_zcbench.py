@@ -255,11 +255,16 @@ def test_http2_configs():
 
 @pytest.mark.parametrize("protocol", ["h2", "h2c"])
 def test_http2_servers_start_and_serve_byte_exact(tmp_path, protocol):
-    """zchttpd, nginx and h2o really start with HTTP/2 on the measured
-    port and serve every size byte-exact over it (curl says HTTP/2)."""
+    """zchttpd, nginx and h2o (and for h2c the nghttp2 floor) really start
+    with HTTP/2 on the measured port and serve every size byte-exact over
+    it (curl says HTTP/2)."""
     www = tmp_path / "www"
     files = docroot.make_docroot(www, [1024, 100 * 1024])
     for name in servers.H2_KINDS:
+        if name in servers.H2C_ONLY and protocol != "h2c":
+            with pytest.raises(servers.ServerError):
+                servers.Server(name, www, tmp_path / "run", protocol=protocol)
+            continue
         srv = servers.Server(name, www, tmp_path / "run", workers=1, protocol=protocol,
                              probe_path=next(iter(files.values()))[0])
         with srv:

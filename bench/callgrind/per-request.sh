@@ -10,6 +10,10 @@
 #                                                       over h2c (h2load:
 #                                                       one connection,
 #                                                       10 streams at once)
+#   bench/callgrind/per-request.sh h2floor SIZE         the same, answered
+#                                                       by zch2floor (the
+#                                                       floor of a server
+#                                                       on libnghttp2)
 #
 # Each count is the difference between two runs (200 warm-up requests, then
 # N1 and N2 keep-alive requests on one connection), divided by N2 - N1, so
@@ -30,11 +34,11 @@ kind=${1:-}
 case "$kind" in
 static) size=${2:?SIZE}; path=/f ;;
 fastcgi) transport=${2:?zc or sock}; size=${3:?SIZE}; path="/gen?size=$size" ;;
-h2c) size=${2:?SIZE}; path=/f ;;
-*) sed -n '2,21p' "$0" >&2; exit 2 ;;
+h2c|h2floor) size=${2:?SIZE}; path=/f ;;
+*) sed -n '2,25p' "$0" >&2; exit 2 ;;
 esac
 command -v valgrind >/dev/null || { echo "needs valgrind" >&2; exit 2; }
-[ "$kind" = h2c ] && ! command -v h2load >/dev/null &&
+[ "$kind" != static ] && [ "$kind" != fastcgi ] && ! command -v h2load >/dev/null &&
 	{ echo "needs h2load (nghttp2-client)" >&2; exit 2; }
 
 if [ -n "${KEEP:-}" ]; then
@@ -60,11 +64,16 @@ run() {
 		[ "$transport" = zc ] && t="zc:"
 		args+=(--fastcgi-spawn "/gen=${t}1:$build/cgi/apps/zcgen")
 	fi
+	local binary=$build/server/zchttpd
+	if [ "$kind" = h2floor ]; then
+		binary=$build/bench/zch2floor
+		args=(--root "$work/root" --workers 1)
+	fi
 	LD_LIBRARY_PATH=$build/cgi valgrind --tool=callgrind --trace-children=yes \
-		--callgrind-out-file="$out/cg.%p" "$build/server/zchttpd" \
+		--callgrind-out-file="$out/cg.%p" "$binary" \
 		"${args[@]}" --listen "127.0.0.1:$port" 2>"$out/valgrind.log" &
 	pid=$!
-	if [ "$kind" = h2c ]; then
+	if [ "$kind" != static ] && [ "$kind" != fastcgi ]; then
 		h2c_requests "$port" "$n"
 	else
 		python3 - "$port" "$path" "$n" <<'PY'
@@ -123,8 +132,10 @@ biggest() {
 
 run "$n1"
 run "$n2"
-for proc in server/zchttpd apps/zcgen; do
+for proc in server/zchttpd apps/zcgen bench/zch2floor; do
 	[ "$proc" = apps/zcgen ] && [ "$kind" != fastcgi ] && continue
+	[ "$proc" = bench/zch2floor ] && [ "$kind" != h2floor ] && continue
+	[ "$proc" = server/zchttpd ] && [ "$kind" = h2floor ] && continue
 	a=$(biggest "$work/$n1" "$proc") b=$(biggest "$work/$n2" "$proc")
 	echo "${proc#*/}: $(( (b - a) / (n2 - n1) )) instructions per request ($*)"
 done

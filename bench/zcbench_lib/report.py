@@ -33,7 +33,7 @@ from .cpu import CLIENT_BOUND, row_client_bound
 from .docroot import size_label
 
 REFERENCE = "zchttpd"
-SERVER_ORDER = ("zchttpd", "nginx", "h2o", "floor", "zchttpd-uring", "floor-uring")
+SERVER_ORDER = ("zchttpd", "nginx", "h2o", "floor", "zchttpd-uring", "floor-uring", "h2floor")
 
 RAW_FIELDS = ["run", "size", "size_label", "mode", "server", "requests", "duration_s",
               "requests_per_s", "mbytes_per_s", "latency_p50_ms", "latency_p99_ms",
@@ -316,7 +316,8 @@ def cpu_table(summary, ratios, servers, reference=REFERENCE):
 
 STYLE = {"zchttpd": ("tab:red", "o", "-"), "nginx": ("tab:green", "s", "-"),
           "h2o": ("tab:blue", "^", "-"), "floor": ("dimgray", "D", "--"),
-          "zchttpd-uring": ("tab:orange", "o", "-."), "floor-uring": ("black", "D", ":")}
+          "zchttpd-uring": ("tab:orange", "o", "-."), "floor-uring": ("black", "D", ":"),
+          "h2floor": ("gray", "D", ":")}
 
 
 def plot(out_dir, summary, servers, dpi=80, note="", what="static", style=None, suffix=""):

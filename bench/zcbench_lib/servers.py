@@ -14,6 +14,10 @@ process group, and gets the same number of workers:
   floor    build/bench/zcfloor --workers N --listen 127.0.0.1:PORT --root DIR:
            the reference "server" (bench/floor/zcfloor.c): accept4, one
            recv, one send of a canned response read from DIR at start
+  h2floor  build/bench/zch2floor --workers N --listen 127.0.0.1:PORT --root
+           DIR, h2c only: the floor of a server built on libnghttp2
+           (bench/floor/zch2floor.c): nghttp2's part of each request, the
+           files read from DIR at start, one recv and one send per wake-up
   zchttpd-uring, floor-uring
            the same two with --event io_uring (server/event/event_uring.c,
            bench/floor/floor_uring.c)
@@ -56,7 +60,7 @@ from . import build_dir, pinning
 from .cpu import cpu_seconds
 
 NAMES = ("zchttpd", "nginx", "h2o", "floor", "zchttpd-uring", "floor-uring",
-         "zchttpd-tls", "nginx-tls", "zchttpd-copy", "zchttpd-sendfile")
+         "zchttpd-tls", "nginx-tls", "zchttpd-copy", "zchttpd-sendfile", "h2floor")
 # name: (kind, more arguments) -- a server that is another one with options.
 # zchttpd-copy and zchttpd-sendfile are the two ways to send a hot body up
 # to 128 KiB (docs/bench-static.md, "How a hot body is sent"): copied from
@@ -71,13 +75,14 @@ VARIANTS = {"zchttpd-uring": ("zchttpd", ["--event", "io_uring"]),
 TLS_NAMES = ("zchttpd-tls", "nginx-tls")
 
 PROTOCOLS = ("http/1.1", "h2", "h2c")
-H2_KINDS = ("zchttpd", "nginx", "h2o")   # the servers that speak HTTP/2
+H2_KINDS = ("zchttpd", "nginx", "h2o", "h2floor")   # the servers that speak HTTP/2
+H2C_ONLY = ("h2floor",)                  # ... and of them those without TLS or HTTP/1.1
 
 def speaks_http2(name):
     """Can `--protocol h2|h2c` measure this server?  A variant speaks what
     its kind speaks (zchttpd-copy is zchttpd with other cache options)."""
     return VARIANTS.get(name, (name, []))[0] in H2_KINDS
-PRIVATE_NAMES = {"zchttpd": "zc_httpd", "floor": "zc_floor"}   # see Server._private
+PRIVATE_NAMES = {"zchttpd": "zc_httpd", "floor": "zc_floor", "h2floor": "zc_h2floor"}   # see Server._private
 
 
 class ServerError(RuntimeError):
@@ -209,6 +214,10 @@ def floor_binary():
     return os.path.join(build_dir(), "bench", "zcfloor")
 
 
+def h2floor_binary():
+    return os.path.join(build_dir(), "bench", "zch2floor")
+
+
 def floor_argv(binary, port, docroot, workers):
     return [binary, "--root", docroot, "--listen", f"127.0.0.1:{port}", "--workers", str(workers)]
 
@@ -240,6 +249,8 @@ class Server:
         if protocol != "http/1.1" and not speaks_http2(name):
             raise ServerError(f"{name} does not speak HTTP/2 (--protocol {protocol}: "
                               f"{', '.join(H2_KINDS)})")
+        if name in H2C_ONLY and protocol != "h2c":
+            raise ServerError(f"{name} speaks h2c alone (--protocol h2c)")
         self.protocol = protocol
         self.kind, variant_args = VARIANTS.get(name, (name, []))
         self.name = label or name
@@ -276,8 +287,8 @@ class Server:
                                     ["--tls-listen", f"127.0.0.1:{self.port}",
                                      "--tls-cert", crt, "--tls-key", key, *self.extra_args])
             return zchttpd_argv(binary, self.port, self.docroot, self.workers, self.extra_args)
-        if self.kind == "floor":
-            binary = floor_binary()
+        if self.kind in ("floor", "h2floor"):
+            binary = floor_binary() if self.kind == "floor" else h2floor_binary()
             if not os.access(binary, os.X_OK):
                 raise ServerError(f"{binary} is not built (run `make`)")
             binary = self._private(binary)
