@@ -6,7 +6,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "cache_int.h"
+#include "http_lex.h"
 #include "mime.h"
 #include "page_drop.h"
 
@@ -39,20 +41,90 @@ bool cache_still_same(const struct cache_entry *e)
 	return zc_file_version_same(&v, &e->v);
 }
 
+/* Text appended to a fixed buffer; `full` once something did not fit.
+ * An entry is described on every miss (12,222 times in a 50,000-request
+ * trace replay): snprintf made that 4,700 instructions, a quarter of the
+ * worker's own. */
+struct text {
+	char *p;
+	size_t len, cap;
+	bool full;
+};
+
+static void put(struct text *t, const char *s, size_t n)
+{
+	if (n > t->cap - t->len) {
+		t->full = true;
+		return;
+	}
+	memcpy(t->p + t->len, s, n);
+	t->len += n;
+}
+
+#define PUT_LIT(t, lit) put((t), (lit), sizeof(lit) - 1)
+
+static void put_str(struct text *t, const char *s)
+{
+	put(t, s, strlen(s));
+}
+
+static void put_hex(struct text *t, uint64_t v)
+{
+	char buf[16];
+	size_t i = sizeof(buf);
+
+	do
+		buf[--i] = "0123456789abcdef"[v & 15];
+	while (v >>= 4);
+	put(t, buf + i, sizeof(buf) - i);
+}
+
+static void put_dec(struct text *t, uint64_t v)
+{
+	char buf[HTTP_DEC_MAX], *d = http_dec(buf, v);
+
+	put(t, d, (size_t)(buf + sizeof(buf) - d));
+}
+
 /* The headers every full response for this entry repeats, formatted once
  * here instead of once per response. */
 static void prebuild_head(struct cache_entry *e)
 {
-	int n = snprintf(e->head, sizeof(e->head),
-			 "Content-Type: %s\r\nContent-Length: %llu\r\n"
-			 "Last-Modified: %s\r\nETag: %s\r\n"
-			 "Accept-Ranges: bytes\r\n%s%s%s",
-			 e->mime, (unsigned long long)e->v.size, e->lastmod,
-			 e->etag, e->coding ? "Content-Encoding: " : "",
-			 e->coding ? cache_codings[e->coding].name : "",
-			 e->coding ? "\r\n" : "");
+	struct text t = { e->head, 0, sizeof(e->head), false };
 
-	e->head_len = n > 0 && (size_t)n < sizeof(e->head) ? (uint16_t)n : 0;
+	PUT_LIT(&t, "Content-Type: ");
+	put_str(&t, e->mime);
+	PUT_LIT(&t, "\r\nContent-Length: ");
+	put_dec(&t, (uint64_t)e->v.size);
+	PUT_LIT(&t, "\r\nLast-Modified: ");
+	put_str(&t, e->lastmod);
+	PUT_LIT(&t, "\r\nETag: ");
+	put_str(&t, e->etag);
+	PUT_LIT(&t, "\r\nAccept-Ranges: bytes\r\n");
+	if (e->coding) {
+		PUT_LIT(&t, "Content-Encoding: ");
+		put_str(&t, cache_codings[e->coding].name);
+		PUT_LIT(&t, "\r\n");
+	}
+	e->head_len = t.full ? 0 : (uint16_t)t.len;
+}
+
+/* The entity tag: mtime (ns) and size in hex, and a variant's coding, so
+ * that a variant's tag never equals the identity's. */
+static void make_etag(struct cache_entry *e, enum cache_coding coding)
+{
+	struct text t = { e->etag, 0, sizeof(e->etag) - 1, false };
+
+	PUT_LIT(&t, "\"");
+	put_hex(&t, (uint64_t)e->v.mtime_ns);
+	PUT_LIT(&t, "-");
+	put_hex(&t, (uint64_t)e->v.size);
+	if (coding) {
+		PUT_LIT(&t, "-");
+		put_str(&t, cache_codings[coding].name);
+	}
+	PUT_LIT(&t, "\"");
+	e->etag[t.full ? 0 : t.len] = '\0';	/* never: 48 hold the longest */
 }
 
 /* Everything of an entry but its place: names (already in e->key and
@@ -67,11 +139,7 @@ void cache_describe(struct cache_entry *e, unsigned site, int dirfd,
 	e->site = site;
 	e->dirfd = dirfd;
 	zc_file_version_of(st, &e->v);
-	/* A variant's own tag: never equal to the identity's. */
-	snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx%s%s\"",
-		 (unsigned long long)e->v.mtime_ns,
-		 (unsigned long long)e->v.size, coding ? "-" : "",
-		 coding ? cache_codings[coding].name : "");
+	make_etag(e, coding);
 	http_date_format(e->v.mtime_ns / 1000000000, e->lastmod);
 	e->coding = (uint8_t)coding;
 	e->mime = mime_type(e->fs_path, type_len);

@@ -182,7 +182,12 @@ int static_open_target(const struct zh_worker *w, int rootfd,
 		*status = 404;
 		return -1;
 	} else {
-		snprintf(fs_path, fs_size, "%s", path);
+		/* As snprintf("%s") would, without its 580 instructions
+		 * on every miss. */
+		size_t n = strnlen(path, fs_size - 1);
+
+		memcpy(fs_path, path, n);
+		fs_path[n] = '\0';
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(fd);
