@@ -18,6 +18,11 @@ int next_response(const char *in, size_t in_len, size_t *head_len,
 
 /* perror(what) and exit(1). */
 void die(const char *what);
+/* A non-blocking listener on HOST:PORT (IPv4), or exit. */
+int floor_listen(const char *addr);
+/* serve(lfd) in this process and workers - 1 children that end with it
+ * (SIGPIPE ignored in all). */
+void floor_run(int workers, void (*serve)(int lfd), int lfd);
 
 /* --event io_uring: serve lfd from one io_uring until killed (floor_uring.c). */
 void serve_uring(int lfd);

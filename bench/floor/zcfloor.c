@@ -35,7 +35,6 @@
  * the same work on io_uring (floor_uring.c); epoll is the default.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +45,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -82,12 +80,6 @@ static struct canned notfound;
 static struct conn **conns;
 static size_t nconns_max;
 static int epfd;
-
-void die(const char *what)
-{
-	perror(what);
-	exit(1);
-}
 
 static char *response(const char *status, const char *body, size_t len, int close, size_t *out_len)
 {
@@ -391,34 +383,6 @@ static void serve(int lfd)
 	}
 }
 
-static int listen_on(const char *addr)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	char host[64];
-	const char *colon = strrchr(addr, ':');
-	int fd, one = 1;
-
-	if (!colon || (size_t)(colon - addr) >= sizeof(host)) {
-		fprintf(stderr, "zcfloor: --listen wants HOST:PORT, got %s\n", addr);
-		exit(2);
-	}
-	memcpy(host, addr, (size_t)(colon - addr));
-	host[colon - addr] = 0;
-	sa.sin_port = htons((unsigned short)atoi(colon + 1));
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-		fprintf(stderr, "zcfloor: bad IPv4 address %s\n", host);
-		exit(2);
-	}
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0)
-		die(addr);
-	return fd;
-}
-
 static void usage(int code)
 {
 	fprintf(code ? stderr : stdout,
@@ -469,19 +433,9 @@ int main(int argc, char **argv)
 	if (!conns)
 		die("calloc");
 	load_root(root);
-	lfd = listen_on(addr);
+	lfd = floor_listen(addr);
 	fprintf(stderr, "zcfloor: %zu files from %s on %s, %d worker(s)\n", nfiles, root, addr,
 		workers);
-	for (int i = 1; i < workers; i++) {
-		pid_t pid = fork();
-
-		if (pid < 0)
-			die("fork");
-		if (pid == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGTERM);
-			(strcmp(event, "epoll") ? serve_uring : serve)(lfd);
-		}
-	}
-	(strcmp(event, "epoll") ? serve_uring : serve)(lfd);	/* the parent serves too; the children die with it */
+	floor_run(workers, strcmp(event, "epoll") ? serve_uring : serve, lfd);
 	return 0;
 }

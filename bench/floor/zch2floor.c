@@ -24,25 +24,21 @@
  * (EPOLLEXCLUSIVE); SIGTERM ends them all.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "floor.h"
 
 struct file {
 	char path[256];			/* "/f" */
@@ -71,12 +67,6 @@ static struct stream *free_streams;
 static char date[40];
 static time_t date_at;
 static int epfd;
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(1);
-}
 
 static int by_path(const void *a, const void *b)
 {
@@ -399,10 +389,7 @@ static void serve(int lfd)
 int main(int argc, char **argv)
 {
 	const char *root = NULL, *listen_at = "127.0.0.1:8080";
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	int workers = 1, one = 1, lfd;
-	char host[64];
-	const char *colon;
+	int workers = 1;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--root"))
@@ -412,36 +399,12 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--workers"))
 			workers = atoi(argv[i + 1]);
 	}
-	colon = strrchr(listen_at, ':');
-	if (!root || !colon || workers < 1 ||
-	    (size_t)(colon - listen_at) >= sizeof(host)) {
+	if (!root || workers < 1) {
 		fprintf(stderr, "usage: zch2floor --root DIR "
 				"[--listen 127.0.0.1:8080] [--workers N]\n");
 		return 2;
 	}
 	load(root);
-	memcpy(host, listen_at, (size_t)(colon - listen_at));
-	host[colon - listen_at] = '\0';
-	sa.sin_port = htons((uint16_t)atoi(colon + 1));
-	if (inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sa.sin_addr) != 1)
-		die("--listen");
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (lfd < 0 ||
-	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    setsockopt(lfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
-	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 4096))
-		die("listen");
-	signal(SIGPIPE, SIG_IGN);
-	for (int i = 1; i < workers; i++) {
-		pid_t pid = fork();
-
-		if (pid < 0)
-			die("fork");
-		if (pid == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGTERM);
-			serve(lfd);
-		}
-	}
-	serve(lfd);
+	floor_run(workers, serve, floor_listen(listen_at));
 	return 0;
 }

@@ -225,31 +225,23 @@ void zc_file_release(zc_file *file)
 
 int zc_pread_exact(int fd, uint64_t off, void *dst, size_t len)
 {
-	unsigned char *p = dst;
+	struct iovec iov = { dst, len };
 
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-
-		zc_stat_call();
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ESTALE;	/* the file ends before off + len */
-		zc_stat_copy((uint64_t)n);
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return zc_preadv_exact(fd, off, &iov, 1);
 }
 
 int zc_preadv_exact(int fd, uint64_t off, struct iovec *iov, int n)
 {
-	while (n > 0) {
-		ssize_t got = preadv(fd, iov, n, (off_t)off);
+	for (;;) {
+		ssize_t got;
 
+		while (n > 0 && !iov->iov_len) {	/* nothing to read there */
+			iov++;
+			n--;
+		}
+		if (!n)
+			return 0;
+		got = preadv(fd, iov, n, (off_t)off);
 		zc_stat_call();
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -270,5 +262,4 @@ int zc_preadv_exact(int fd, uint64_t off, struct iovec *iov, int n)
 			iov->iov_len -= (size_t)got;
 		}
 	}
-	return 0;
 }
