@@ -349,9 +349,9 @@ void zc_sink_copy_first_trip(zc_sink *sink, int on);
  * every 16 KiB): a stream socket then gets the extents of mapped files
  * (zc_file_map) by copy, gathered with their neighbours into one sendmsg,
  * instead of a sendmsg and a sendfile per piece.  On Linux 6.18, 100 KB as
- * seven 16 KiB frames cost 49.5 us of sender CPU by reference against
- * 23.3 us by copy and 16.5 us for one sendfile of the whole
- * (docs/bench-static.md).  Extents of unmapped files are lent as before;
+ * seven 16 KiB frames cost 54.3 us of sender CPU by reference against
+ * 23.7 us by copy and 17.4 us for one sendfile of the whole
+ * (bench/floor/zcframes.c).  Extents of unmapped files are lent as before;
  * the version check (zc_sink_trust_extents) applies either way. */
 void zc_sink_copy_mapped_files(zc_sink *sink, int on);
 /* iol_write to a probed destination (same contract as iol_write). */

@@ -216,6 +216,17 @@ static int gather(const struct wstate *w, zc_agg *agg, enum how how,
 	return n ? n : -ENOMEM;
 }
 
+/* Did the run of n slices at the front copy from a file's mapping?  Then
+ * an EFAULT is a page past that file's (shrunk) end, which makes it stale;
+ * anything else faulting is a bug to report as it is. */
+static bool copied_mapped(zc_agg *agg, int n)
+{
+	for (int i = 0; i < n && (size_t)i < agg->n; i++)
+		if (slice_at(agg, (size_t)i)->kind == ZC_SLICE_FILE)
+			return true;
+	return false;
+}
+
 static ssize_t write_copy_run(const struct wstate *w, zc_agg *agg,
 			      size_t *want)
 {
@@ -237,9 +248,9 @@ static ssize_t write_copy_run(const struct wstate *w, zc_agg *agg,
 		r = writev(w->fd, iov, n);
 	}
 	zc_stat_call();
-	/* Only a mapped file's page past its (shrunk) end faults. */
 	if (r < 0)
-		return errno == EFAULT ? -ESTALE : -errno;
+		return errno == EFAULT && copied_mapped(agg, n) ? -ESTALE
+							      : -errno;
 	zc_stat_copy((uint64_t)r);
 	return r;
 }
