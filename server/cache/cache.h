@@ -241,15 +241,19 @@ void cache_unpin(struct cache *c, struct cache_entry *e);
  * and this worker has no descriptor of e's file yet: open it (in line or
  * on a helper thread) and adopt it (cache_adopt_fd), then call again.
  *
- * `framed`: the body leaves cut into frames (HTTP/2's DATA, 16 KiB each
- * as clients ask), each behind a header of its own.  A body in memory
- * then goes as memory at any size: the frames and their headers are
- * gathered into one sendmsg, where the arena by sendfile would cost a
- * sendfile and a sendmsg per frame -- 2.5 times the CPU of the copy for a
- * 100 KB body (docs/bench-static.md, HTTP/2).
+ * `how`: 0, or CACHE_FRAMED when the body leaves cut into frames
+ * (HTTP/2's DATA, 16 KiB each as clients ask), each behind a header of its
+ * own.  A body in memory then goes as memory at any size: the frames and
+ * their headers are gathered into one sendmsg, where the arena by
+ * sendfile would cost a sendfile and a sendmsg per frame -- 2.5 times the
+ * CPU of the copy for a 100 KB body (docs/bench-static.md, HTTP/2).  With
+ * CACHE_MAPPED too (the socket copies from mappings: h2c), a file is also
+ * mapped, once per worker (zc_file_map).
  */
+#define CACHE_FRAMED 1u
+#define CACHE_MAPPED 2u
 int cache_append_body(struct cache *c, struct cache_entry *e, zc_agg *out,
-		      uint64_t off, uint64_t len, bool framed);
+		      uint64_t off, uint64_t len, unsigned how);
 /* Is e's body in memory for this worker (no descriptor needed)? */
 bool cache_body_in_memory(struct cache *c, struct cache_entry *e);
 /* The worker's open file of e, or NULL. */

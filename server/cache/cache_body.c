@@ -57,34 +57,35 @@ bool cache_kernel_snapshots(zc_pool *pool)
 	return yes;
 }
 
-/* A file's extent.  Framed, the file is mapped too, for a socket that
- * copies the frames' payloads from it (zc_sink_copy_mapped_files; the
- * mapping lasts as long as this worker keeps the file).  Not where the
+/* A file's extent.  For a socket that copies the frames' payloads from
+ * mappings (zc_sink_copy_mapped_files) the file is mapped too; the
+ * mapping lasts as long as this worker keeps the file.  Not where the
  * cache manages the page cache itself: a mapped page cannot be dropped. */
 static int append_file(struct cache *c, zc_file *f, zc_agg *out,
-		       uint64_t off, uint64_t len, bool framed)
+		       uint64_t off, uint64_t len, unsigned how)
 {
-	if (framed && !c->z->cfg.owns_pages)
+	if ((how & CACHE_MAPPED) && !c->z->cfg.owns_pages)
 		(void)zc_file_map(f);	/* without it, by sendfile */
 	return zc_agg_append_file(out, f, off, len);
 }
 
 int cache_append_body(struct cache *c, struct cache_entry *e, zc_agg *out,
-		      uint64_t off, uint64_t len, bool framed)
+		      uint64_t off, uint64_t len, unsigned how)
 {
 	struct cache_zone *z = c->z;
 	struct cache_local *l;
 	zc_file *f;
 
 	if (!is_shared(e))
-		return append_file(c, e->file, out, off, len, framed);
+		return append_file(c, e->file, out, off, len, how);
 	if (atomic_load_explicit(&e->body_state, memory_order_acquire) ==
 	    CB_READY) {
 		/* Small (or framed, cache.h): copied into the socket with
 		 * the head, one sendmsg.  Larger: sendfile from the arena's
 		 * memfd, whose pages are then punched before the place is
 		 * reused. */
-		if ((uint64_t)e->v.size <= z->cfg.copy_max || framed)
+		if ((uint64_t)e->v.size <= z->cfg.copy_max ||
+		    (how & CACHE_FRAMED))
 			return zc_agg_append_mem(out, z->arena + e->body_off + off,
 						 len);
 		if (!atomic_load_explicit(&e->kref, memory_order_relaxed))
@@ -100,7 +101,7 @@ int cache_append_body(struct cache *c, struct cache_entry *e, zc_agg *out,
 	f = l ? l->file : NULL;
 	if (!f)
 		return -EAGAIN;
-	return append_file(c, f, out, off, len, framed);
+	return append_file(c, f, out, off, len, how);
 }
 
 bool cache_body_in_memory(struct cache *c, struct cache_entry *e)

@@ -78,5 +78,8 @@ bool h2_req_input_buffered(struct zh_request *r);
 ssize_t h2_req_read_body(struct zh_request *r, zc_agg **body, size_t want);
 ssize_t h2_req_read(struct zh_request *r);
 int h2_req_continue(struct zh_request *r);
+/* Does the stream's socket copy DATA payloads from file mappings (h2c;
+ * over TLS the record layer copies everything out itself)? */
+bool h2_req_copies_mapped(const struct zh_request *r);
 
 #endif

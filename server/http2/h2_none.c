@@ -45,6 +45,12 @@ zc_agg *h2_req_out(struct zh_request *r)
 	abort();
 }
 
+bool h2_req_copies_mapped(const struct zh_request *r)
+{
+	(void)r;
+	abort();
+}
+
 void h2_req_head_begin(struct zh_request *r, struct resp_head *h)
 {
 	(void)r;

@@ -667,6 +667,11 @@ zc_agg *h2_req_out(struct zh_request *r)
 	return of(r)->out;
 }
 
+bool h2_req_copies_mapped(const struct zh_request *r)
+{
+	return !r->stream->h->tls;
+}
+
 void h2_req_head_begin(struct zh_request *r, struct resp_head *h)
 {
 	h->buf = of(r)->head_local;

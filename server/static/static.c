@@ -32,6 +32,7 @@
 #include "cache.h"
 #include "diskio.h"
 #include "errlog.h"
+#include "h2.h"
 #include "handlers.h"
 #include "respond.h"
 #include "static_open.h"
@@ -456,8 +457,11 @@ static zh_answer serve_entry(struct zh_request *r, struct cache_entry *e,
 		return zh_status(failed);
 	if (!r->head_only && len) {
 		/* HTTP/2 cuts it into DATA frames (cache.h). */
+		unsigned how = !r->stream ? 0
+			       : h2_req_copies_mapped(r) ? CACHE_FRAMED | CACHE_MAPPED
+						       : CACHE_FRAMED;
 		int err = cache_append_body(r->w->cache, e, out, start, len,
-					    r->stream != NULL);
+					    how);
 
 		if (err) {
 			/* The head is queued: the response is cut. */

@@ -193,7 +193,7 @@ static const char *body_is_right(struct cache *c, struct cache_entry *e,
 	}
 	if (!cache_body_in_memory(c, e) && !have_fd(c, e, i))
 		bad = "no descriptor";
-	if (!bad && cache_append_body(c, e, a, 0, n, false))
+	if (!bad && cache_append_body(c, e, a, 0, n, 0))
 		bad = "cache_append_body failed";
 	if (!bad && (zc_agg_len(a) != n ||
 		     zc_agg_copyout(a, 0, b, n) != (ssize_t)n))
@@ -294,7 +294,8 @@ static void test_copy_or_sendfile_by_size(void **state)
 
 		assert_int_equal(zc_agg_create(&a), 0);
 		assert_int_equal(cache_append_body(c, e, a, 0, file_size(i),
-						   framed), 0);
+						   framed ? CACHE_FRAMED : 0),
+				 0);
 		assert_int_equal(zc_agg_nslices(a), 1);
 		assert_int_equal(zc_agg_slice(a, 0, &sl), 0);
 		assert_int_equal(sl.kind, k == 1 ? ZC_SLICE_FILE :
