@@ -178,6 +178,7 @@ int h2_conn_start(struct zh_conn *c)
 	c->h2 = h;
 	ev_timer_disarm(&c->timer);	/* ours from now on */
 	sock_set_hooks(&c->sock, &h2_sock_hooks, h);
+	h2_choose_data_path(h);
 	w->stats->h2.conns++;
 	if (h->tls)
 		w->stats->h2.conns_tls++;
@@ -299,7 +300,9 @@ static void settle_news(struct h2_conn *h)
 }
 
 /*
- * How a file's extents leave in DATA frames.  Each frame is a 9-byte
+ * How a file's extents leave in DATA frames: set when the connection
+ * starts (the frame size is 16 KiB until the client's SETTINGS say
+ * otherwise) and again when its SETTINGS arrive (h2_recv.c).  Each frame is a 9-byte
  * header and at most the client's SETTINGS_MAX_FRAME_SIZE of payload
  * (16 KiB unless it asks more; browsers, curl and h2load do not).  By
  * reference that is a sendmsg and a sendfile per frame: 100 KB as seven
@@ -309,7 +312,7 @@ static void settle_news(struct h2_conn *h)
  * costs, so frames that large go by reference again.  (Over TLS the layer
  * copies everything out anyway.)
  */
-static void choose_data_path(struct h2_conn *h)
+void h2_choose_data_path(struct h2_conn *h)
 {
 	uint32_t frame = nghttp2_session_get_remote_settings(
 		h->session, NGHTTP2_SETTINGS_MAX_FRAME_SIZE);
@@ -331,7 +334,6 @@ static int flush(struct h2_conn *h)
 			return -EPROTO;
 		if (!zc_agg_len(h->out.agg))
 			return 0;
-		choose_data_path(h);
 		zc_io_stats(&before);
 		n = sock_send(h->sock, h->out.agg);
 		zc_io_stats(&after);

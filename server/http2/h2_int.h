@@ -210,6 +210,9 @@ void h2_stream_news(struct h2_stream *s);
 /* A frame that costs work without a request: false when the client has
  * sent too many of them (the session is then terminated). */
 bool h2_conn_cheap_frame(struct h2_conn *h);
+/* Tell the socket how DATA payloads of files leave for this client's
+ * frame size (h2_conn.c): at the start and after each SETTINGS. */
+void h2_choose_data_path(struct h2_conn *h);
 
 /* h2_mem.c: the allocator nghttp2 uses (NULL: its own, malloc). */
 nghttp2_mem *h2_mem(void);

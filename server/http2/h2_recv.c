@@ -106,10 +106,13 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame,
 			h2_stream_body_end(s);
 		break;
 	case NGHTTP2_SETTINGS:
-		if (frame->hd.flags & NGHTTP2_FLAG_ACK)
+		if (frame->hd.flags & NGHTTP2_FLAG_ACK) {
 			ev_timer_disarm(&h->settings_timer);
-		else
-			h2_conn_cheap_frame(h);
+			break;
+		}
+		/* nghttp2 has applied them: the frame size may be new. */
+		h2_choose_data_path(h);
+		h2_conn_cheap_frame(h);
 		break;
 	case NGHTTP2_PING:
 		if (!(frame->hd.flags & NGHTTP2_FLAG_ACK))
