@@ -40,13 +40,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-static int rfd;
+#include "floor.h"
 
-static void die(const char *what)
-{
-	perror(what);
-	exit(1);
-}
+static int rfd;
 
 static void pin(int cpu)
 {
