@@ -69,7 +69,8 @@ void options_usage(FILE *f)
 "  --cache-entries N          files the cache describes at most (default 16384)\n"
 "  --cache-ttl MS             revalidate cached files after this (default 1000)\n"
 "  --cache-small-max BYTES    keep bodies up to this in memory, from their second\n"
-"                             request on (default 64k; 128k from 4 workers on)\n"
+"                             request on (default: --cache-copy-max; 64k below 4\n"
+"                             workers with --page-cache policy)\n"
 "  --cache-copy-max BYTES     send bodies held in memory up to this by copy, larger\n"
 "                             ones by sendfile (default 16k; 128k from 4 workers\n"
 "                             on: docs/bench-static.md; HTTP/2: by copy at any\n"
@@ -252,18 +253,27 @@ const char *options_keep(struct options *o, const char *s)
  * for a copy from the cache's memory, at 4 workers the two were even
  * (23.8, 23.4), at 8 the copy cost 25.3 against 32.2 (the same file's
  * pages sent from 8 cores at once).  So unless the options say otherwise:
- * below 4 workers bodies up to 64 KiB are held and those up to 16 KiB
- * copied (one sendmsg with the head), from 4 on bodies up to 128 KiB are
- * held and copied.
+ * below 4 workers bodies up to 16 KiB are copied (one sendmsg with the
+ * head), from 4 on bodies up to 128 KiB.
+ *
+ * A body is held in memory when it is sent by copy -- and, where the
+ * cache's policy owns the pages (--page-cache policy), up to 64 KiB below
+ * 4 workers, its memory being the policy's to give back.  Under Linux's
+ * page cache a held body that leaves by sendfile anyway would be a second
+ * copy of pages the kernel keeps, paid for by a copy into the cache and
+ * its pages' first faults (docs/bench-replay.md, run R6: 2.7 of 25.5 us
+ * per request on the trace).
  */
 void options_for_workers(struct zh_config *c, int nworkers)
 {
 	bool many = nworkers >= 4;
 
-	if (c->cache_small_max == ZH_BY_WORKERS)
-		c->cache_small_max = many ? 128u << 10 : 64u << 10;
 	if (c->cache_copy_max == ZH_BY_WORKERS)
 		c->cache_copy_max = many ? 128u << 10 : 16u << 10;
+	if (c->cache_small_max == ZH_BY_WORKERS)
+		c->cache_small_max = many ? 128u << 10 :
+				     c->cache_owns_pages ? 64u << 10 :
+				     c->cache_copy_max;
 }
 
 void options_free(struct options *o)

@@ -423,6 +423,39 @@ count_resident() {
 	[ "$status" -eq 2 ]
 }
 
+# bodies_loaded and bytes copied from the status endpoint, one line.
+loaded_copied() {
+	curl -s "$URL/.zc/status" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["cache"]["bodies_loaded"], d["zero_copy"]["bytes_copied"])'
+}
+
+@test "which bodies are held in memory: those sent by copy under Linux's page cache, up to 64 KiB below 4 workers with --page-cache policy" {
+	head -c 8000 /dev/urandom > "$ROOT/b8k.bin"
+	head -c 40000 /dev/urandom > "$ROOT/b40k.bin"
+	declare -A sum=([b8k]="$(sha256sum < "$ROOT/b8k.bin")" [b40k]="$(sha256sum < "$ROOT/b40k.bin")")
+	# args, then the bodies loaded after three requests of each file.
+	check() {
+		local want=$1; shift
+		teardown
+		start_server --workers 1 "$@"
+		for _ in 1 2 3; do
+			for f in b8k b40k; do
+				[ "$(curl -s "$URL/$f.bin" | sha256sum)" = "${sum[$f]}" ]
+			done
+		done
+		read -r loaded _ <<< "$(loaded_copied)"
+		[ "$loaded" = "$want" ] || { echo "$* loaded $loaded, want $want"; return 1; }
+	}
+	# Kernel (the default): 8 KB is sent with its head by copy, so held;
+	# 40 KB leaves by sendfile from the page cache, so it is not copied in.
+	check 1
+	check 1 --page-cache kernel
+	check 2 --page-cache policy
+	# The held size follows --cache-copy-max unless set itself.
+	check 2 --cache-copy-max 48k
+	check 1 --cache-copy-max 48k --cache-small-max 16k
+	check 0 --cache-small-max 0
+}
+
 @test "-t checks the options and the config file without starting, naming the file and line of an error" {
 	run "$ZCHTTPD" -t --root "$ROOT"
 	[ "$status" -eq 0 ]; [[ "$output" == *"the options are ok"* ]]
