@@ -4,7 +4,8 @@ byte-exact, on keep-alive connections (also pipelined), closes after
 "Connection: close", finishes responses larger than the socket buffer, and
 404s anything else; it serves the files of one level of subfolders (a
 trace replay's /o/ID root), found among thousands of names, on epoll and
-on io_uring.  Loopback only; no timing anywhere."""
+on io_uring, also with --open-first (each file opened and stat'ed at
+its first request: one gone by then is a 404).  Loopback only; no timing anywhere."""
 import os
 import socket
 import subprocess
@@ -45,7 +46,9 @@ def start_floor(root, extra=()):
     return p, port
 
 
-@pytest.fixture(scope="module", params=["epoll", "io_uring"])
+@pytest.fixture(scope="module", params=[("epoll",), ("io_uring",), ("epoll", "--open-first"),
+                                        ("io_uring", "--open-first")],
+                ids=lambda p: "".join(p))
 def floor(request, tmp_path_factory):
     """The docroot's files at the top, NAMES files in the subfolder o/ and
     one file two levels down (o/deep/x), which must not be served."""
@@ -56,7 +59,7 @@ def floor(request, tmp_path_factory):
     for i in range(NAMES):
         (root / "o" / str(i)).write_bytes(sub_body(i))
     (root / "o" / "deep" / "x").write_bytes(b"too deep")
-    p, port = start_floor(root, ["--event", request.param])
+    p, port = start_floor(root, ["--event", *request.param])
     yield port, files
     p.terminate()
     p.wait(timeout=10)
@@ -138,6 +141,35 @@ def test_subfolder_files_are_found_among_many_names(floor):
             assert read_response(f)[0] == "HTTP/1.1 404 Not Found", miss
         s.sendall(get(files[500][0]))
         assert read_response(f)[2] == docroot.content(500)
+
+
+@pytest.mark.parametrize("open_first", [False, True])
+def test_files_are_read_at_start_and_opened_at_first_request(tmp_path, open_first):
+    """The bytes a file had when the floor started, always; with
+    --open-first a file gone before its first request is a 404 (then and
+    later), one gone after it is still served."""
+    root = tmp_path / "root"
+    (root / "o").mkdir(parents=True)
+    for name in ("a", "gone", "later"):
+        (root / "o" / name).write_bytes(b"old " + name.encode())
+    p, port = start_floor(root, ["--open-first"] if open_first else [])
+    try:
+        (root / "o" / "a").write_bytes(b"new a, longer")
+        (root / "o" / "gone").unlink()
+        with socket.create_connection(("127.0.0.1", port)) as s, s.makefile("rb") as f:
+            def ask(path):
+                s.sendall(get(path))
+                status, _, body = read_response(f)
+                return status.split(" ", 2)[1], body
+            answers = [ask("/o/a"), ask("/o/gone"), ask("/o/later")]
+            (root / "o" / "later").unlink()
+            answers += [ask("/o/gone"), ask("/o/later")]
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+    gone = ("404", b"not found\n") if open_first else ("200", b"old gone")
+    assert answers == [("200", b"old a"), gone, ("200", b"old later"), gone,
+                       ("200", b"old later")]
 
 
 def test_usage():

@@ -28,6 +28,14 @@
  *                     added to epoll only when it first has to wait
  *
  * No parsing beyond that, no logging, no timeouts, no files after start.
+ *
+ * --open-first: besides, the first request for each target opens its file,
+ * fstats it and closes it (a file gone by then is a 404 from then on);
+ * the bytes still come from memory.  That is the least a real server
+ * pays to find a file when it is first asked for, which this floor
+ * otherwise did at start, unmeasured: on a trace whose requests are a
+ * quarter first requests the difference between the two is the part of
+ * the floor no server that opens files can reach (docs/bench-replay.md).
  * A send the socket cannot take whole (large responses) is finished when
  * epoll says the socket is writable.  Anything that is not a known target
  * gets a canned 404.  --workers N forks N-1 more processes that share the
@@ -56,6 +64,7 @@
 struct canned {
 	char *target;		/* "/file-1k.bin" */
 	size_t target_len;
+	char *path;		/* --open-first: the file, until first asked for */
 	char *keep, *close;	/* whole responses */
 	size_t keep_len, close_len;
 };
@@ -80,6 +89,7 @@ static struct canned notfound;
 static struct conn **conns;
 static size_t nconns_max;
 static int epfd;
+static int open_first;		/* --open-first */
 
 static char *response(const char *status, const char *body, size_t len, int close, size_t *out_len)
 {
@@ -130,7 +140,8 @@ static void load_file(const char *path, const char *target, const struct stat *s
 		if (!files)
 			die("realloc");
 	}
-	canned_init(&files[nfiles++], target, "200 OK", body, (size_t)st->st_size);
+	canned_init(&files[nfiles], target, "200 OK", body, (size_t)st->st_size);
+	files[nfiles++].path = open_first ? strdup(path) : NULL;
 	free(body);
 }
 
@@ -189,6 +200,28 @@ static void load_root(const char *root)
 	canned_init(&notfound, "", "404 Not Found", "not found\n", 10);
 }
 
+/* f, or with --open-first at f's first request the 404 if its file cannot
+ * be opened and stat'ed (then and on every later request). */
+static const struct canned *found(struct canned *f)
+{
+	struct stat st;
+	int fd;
+
+	if (!f->path)
+		return f->keep ? f : &notfound;
+	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		free(f->keep);
+		free(f->close);
+		f->keep = f->close = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(f->path);
+	f->path = NULL;
+	return f->keep ? f : &notfound;
+}
+
 /* The canned response for the request's target: a binary search of the
  * sorted table (a trace's root has tens of thousands of names). */
 static const struct canned *lookup(const char *in, size_t len)
@@ -208,7 +241,7 @@ static const struct canned *lookup(const char *in, size_t len)
 		int c = target_cmp(files[mid].target, files[mid].target_len, sp, tlen);
 
 		if (c == 0)
-			return &files[mid];
+			return found(&files[mid]);
 		if (c < 0)
 			lo = mid + 1;
 		else
@@ -387,10 +420,11 @@ static void usage(int code)
 {
 	fprintf(code ? stderr : stdout,
 		"usage: zcfloor --root DIR [--listen 127.0.0.1:8080] [--workers N]\n"
-		"               [--event epoll|io_uring]\n"
+		"               [--event epoll|io_uring] [--open-first]\n"
 		"The least an epoll server does per request (accept4, recv, one send of a\n"
 		"canned response read from DIR at start): zcbench's reference \"server\".\n"
-		"--event io_uring: the same work on io_uring (bench/floor/floor_uring.c).\n");
+		"--event io_uring: the same work on io_uring (bench/floor/floor_uring.c).\n"
+		"--open-first: each file also opened and stat'ed at its first request.\n");
 	exit(code);
 }
 
@@ -403,6 +437,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
 			usage(0);
+		if (!strcmp(argv[i], "--open-first")) {
+			open_first = 1;
+			continue;
+		}
 		if (i + 1 >= argc)
 			usage(2);
 		if (!strcmp(argv[i], "--root"))

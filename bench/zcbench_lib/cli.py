@@ -224,10 +224,12 @@ def build_parser():
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     rpl.add_argument("--trace", required=True, help="the trace file")
     rpl.add_argument("--requests", type=_positive, default=100000, help="requests played (a prefix)")
-    rpl.add_argument("--servers", type=_list(("zchttpd", "nginx", "h2o", "floor")),
+    rpl.add_argument("--servers", type=_list(("zchttpd", "nginx", "h2o", "floor", "floor-open")),
                      default="zchttpd,nginx,h2o,floor",
                      help="servers to compare (floor: bench/floor/zcfloor.c with every object in "
-                          "memory, the least a server can do per request on this trace)")
+                          "memory, the least a server can do per request on this trace; "
+                          "floor-open: the same, also opening each object's file at its first "
+                          "request)")
     rpl.add_argument("--policies", type=_list(REPLAY_POLICIES), default="gdsf,gds1,lru",
                      help="zchttpd --cache-policy values, one configuration each")
     rpl.add_argument("--cache-size", default="5%",

@@ -23,6 +23,9 @@ cores is left out of the medians, and the table says how many were:
                   start, one recv and one send of a canned response per
                   request -- the least a server can do on this trace; the
                   table gives every server's ratio to it ("vs floor")
+  floor-open      the same, also opening and stat'ing each object's file at
+                  its first request (--open-first): the least a server that
+                  finds its files when asked can do ("vs floor-open")
 
 With --workers N,... (scaling.py) every point is measured at each worker
 count: the servers on N CPUs of their own, wrk on the others with a thread
@@ -83,7 +86,7 @@ FILLER_BODY = b"zcbench-filler\n"
 STATUS_MARK = '{"workers":'        # zchttpd's status page begins so
 POLICIES = ("gds1", "gdsp", "gdsf", "gdsf-all", "lru")
 CACHE_SHARE = 0.9      # of a memory limit, zchttpd's --cache-size (the rest: heap, sockets)
-PEERS = ("nginx", "h2o", "floor")
+PEERS = ("nginx", "h2o", "floor", "floor-open")
 START_TIMEOUT_S = 120  # the floor reads every object into memory before it answers
 _BLOCK = random.Random(0x5eed).randbytes(1 << 20)
 
@@ -334,7 +337,7 @@ def run(opts, log=sys.stderr):
     trace_path = os.path.join(opts.out, "played.trace")
     write_list(list_path, reqs)
     write_trace(trace_path, reqs)
-    if limits[0][0] and "floor" in opts.servers:
+    if limits[0][0] and {"floor", "floor-open"} & set(opts.servers):
         raise TraceError("the floor holds every object in memory (twice): it has no place in "
                          "--memory-limit runs; leave it out of --servers")
     meta, _, _ = setup(opts, "replay", [c[0] for c in configs(opts, 0, opts.page_cache)], budget, log)
@@ -526,8 +529,8 @@ def write_all(out_dir, meta, rows, summary):
                      ["limit", "memory_limit", "slow_clients", "slow_mb_median", "workers", "server_cores",
                       "server", "runs", "runs_counted", "rps_median", "rps_min",
                       "rps_max", "mbytes_per_s_median", "cpu_us_per_req_median", "client_cpu_util_median",
-                      "hit_ratio_median", "sim_hit_ratio", "disk_read_mb_median", "ratio_vs_nginx",
-                      "ratio_vs_h2o", "ratio_vs_floor", "errors"])
+                      "hit_ratio_median", "sim_hit_ratio", "disk_read_mb_median",
+                      *[f"ratio_vs_{p}" for p in PEERS], "errors"])
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump({"meta": meta, "runs": rows, "summary": summary}, f, indent=1)
         f.write("\n")

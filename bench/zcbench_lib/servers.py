@@ -60,7 +60,8 @@ from . import build_dir, pinning
 from .cpu import cpu_seconds
 
 NAMES = ("zchttpd", "nginx", "h2o", "floor", "zchttpd-uring", "floor-uring",
-         "zchttpd-tls", "nginx-tls", "zchttpd-copy", "zchttpd-sendfile", "h2floor")
+         "zchttpd-tls", "nginx-tls", "zchttpd-copy", "zchttpd-sendfile", "h2floor",
+         "floor-open")
 # name: (kind, more arguments) -- a server that is another one with options.
 # zchttpd-copy and zchttpd-sendfile are the two ways to send a hot body up
 # to 128 KiB (docs/bench-static.md, "How a hot body is sent"): copied from
@@ -70,6 +71,10 @@ VARIANTS = {"zchttpd-uring": ("zchttpd", ["--event", "io_uring"]),
                                          "--cache-copy-max", "128k"]),
             "zchttpd-sendfile": ("zchttpd", ["--cache-small-max", "0"]),
             "floor-uring": ("floor", ["--event", "io_uring"]),
+            # The floor, also opening and stat'ing each file at its first
+            # request: the least a server that finds its files when asked
+            # pays on a trace's first requests (docs/bench-replay.md).
+            "floor-open": ("floor", ["--open-first"]),
             "zchttpd-tls": ("zchttpd", []),
             "nginx-tls": ("nginx", [])}
 TLS_NAMES = ("zchttpd-tls", "nginx-tls")
