@@ -28,6 +28,11 @@
  *                     added to epoll only when it first has to wait
  *
  * No parsing beyond that, no logging, no timeouts, no files after start.
+ * A send the socket cannot take whole (large responses) is finished when
+ * epoll says the socket is writable.  Anything that is not a known target
+ * gets a canned 404.  --workers N forks N-1 more processes that share the
+ * listener (EPOLLEXCLUSIVE); SIGTERM ends them all.  --event io_uring does
+ * the same work on io_uring (floor_uring.c); epoll is the default.
  *
  * --open-first: besides, the first request for each target opens its file,
  * fstats it and closes it (a file gone by then is a 404 from then on);
@@ -36,11 +41,6 @@
  * otherwise did at start, unmeasured: on a trace whose requests are a
  * quarter first requests the difference between the two is the part of
  * the floor no server that opens files can reach (docs/bench-replay.md).
- * A send the socket cannot take whole (large responses) is finished when
- * epoll says the socket is writable.  Anything that is not a known target
- * gets a canned 404.  --workers N forks N-1 more processes that share the
- * listener (EPOLLEXCLUSIVE); SIGTERM ends them all.  --event io_uring does
- * the same work on io_uring (floor_uring.c); epoll is the default.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
