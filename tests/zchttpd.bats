@@ -381,9 +381,10 @@ count_resident() {
 	# policy kept one; the other (evicted or refused) had its pages
 	# dropped -- all of them once the client's socket let go of them
 	# (page_drop.h's retries), which the kernel does not promise in time:
-	# an ASan build was seen with a few still held 8 s later.  So: the
-	# drop was made (the status counts it), the kept file is whole, the
-	# other has fewer pages.
+	# an ASan build was seen with a few still held 8 s later.  Nor does it
+	# promise to keep the kept file whole: under a loaded CI run one of
+	# its 10 pages was reclaimed.  So: the drop was made (the status
+	# counts it), one file has no page left and the other has pages.
 	read -r pol _ _ ev na _ _ < <(cache_status)
 	[ $((ev + na)) -ge 1 ]
 	[ "$(curl -s "$URL/.zc/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"]["dropped"])')" -ge 1 ]
@@ -397,7 +398,7 @@ count_resident() {
 	fincore "$ROOT/small.bin" "$ROOT/big1.bin" "$ROOT/big2.bin"; cache_status	# shown on failure
 	[ "$(resident "$ROOT/small.bin")" = 0 ]
 	r1=$(resident "$ROOT/big1.bin") r2=$(resident "$ROOT/big2.bin")
-	[ "$r1" -ne "$r2" ] && { [ "$r1" -eq 40960 ] || [ "$r2" -eq 40960 ]; }
+	{ [ "$r1" -eq 0 ] && [ "$r2" -gt 0 ]; } || { [ "$r2" -eq 0 ] && [ "$r1" -gt 0 ]; }
 	[ "$(curl -s "$URL/.zc/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"]["page_cache"])')" = policy ]
 	# Served again, byte for byte, whatever was dropped.
 	for f in big1 big2 small; do
