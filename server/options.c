@@ -261,7 +261,7 @@ const char *options_keep(struct options *o, const char *s)
  * 4 workers, its memory being the policy's to give back.  Under Linux's
  * page cache a held body that leaves by sendfile anyway would be a second
  * copy of pages the kernel keeps, paid for by a copy into the cache and
- * its pages' first faults (docs/bench-replay.md, run R6: 2.7 of 25.5 us
+ * its pages' first faults (docs/bench-replay.md, runs R6-R9: 2.7 of 25.5 us
  * per request on the trace).
  */
 void options_for_workers(struct zh_config *c, int nworkers)
