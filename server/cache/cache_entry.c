@@ -49,10 +49,7 @@ static void prebuild_head(struct cache_entry *e)
 {
 	struct resp_head h;
 
-	h.buf = e->head;
-	h.cap = sizeof(e->head);
-	h.len = 0;
-	h.overflow = false;
+	resp_head_over(&h, e->head, sizeof(e->head));
 	resp_add(&h, "Content-Type", e->mime);
 	resp_add_num(&h, "Content-Length", 14, (uint64_t)e->v.size);
 	resp_add(&h, "Last-Modified", e->lastmod);

@@ -132,10 +132,7 @@ void resp_begin_reason(struct resp_head *h, int status, const char *reason,
 		struct resp_head s;	/* its local room unused, not cleared */
 		const char *why = resp_reason(status);
 
-		s.buf = start.buf;
-		s.cap = sizeof(start.buf);
-		s.len = 0;
-		s.overflow = false;
+		resp_head_over(&s, start.buf, sizeof(start.buf));
 		start_lines(&s, status, why, strlen(why));
 		start.status = status;
 		start.sec = date_sec;

@@ -26,6 +26,15 @@ struct resp_head {
 	char local[RESP_HEAD_MAX];	/* buf when no arena room was given */
 };
 
+/* An empty head to be built into buf (cap bytes) of the caller's. */
+static inline void resp_head_over(struct resp_head *h, char *buf, size_t cap)
+{
+	h->buf = buf;
+	h->cap = cap;
+	h->len = 0;
+	h->overflow = false;
+}
+
 /* "HTTP/1.1 200 OK", Date and Server, into h->buf (set by the caller:
  * request_head_begin, or memory of its own with h->cap; or NULL for
  * h->local). */

@@ -12,10 +12,11 @@
  * What the socket did not take stays in the buffer, ahead of anything
  * written later: a connection whose socket is full holds one buffer (96
  * KiB, at most one copy-out's records), less than the socket's own send
- * buffer holds for it in the kernel; an idle or drained one holds none.  tls_send reports the plaintext of a record as sent only
- * once the record's last byte left (tls_batch_mark, tls_batch_released),
- * so the caller's aggregate still holds what is not yet on the wire and
- * the caller waits for the socket as it would for a short write.
+ * buffer holds for it in the kernel; an idle or drained one holds none.
+ * tls_send reports the plaintext of a record as sent only once the
+ * record's last byte left (tls_batch_mark, tls_batch_released), so the
+ * caller's aggregate still holds what is not yet on the wire and the
+ * caller waits for the socket as it would for a short write.
  */
 #ifndef ZH_TLS_BATCH_H
 #define ZH_TLS_BATCH_H
