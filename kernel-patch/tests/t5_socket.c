@@ -218,15 +218,11 @@ static void writes(const char *kind, int sv[2], int full)
 	 * that never gives EINTR still fails every attempt.
 	 */
 	{
-		struct sigaction sa = { .sa_handler = on_alarm };
 		int attempt;
 
-		sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART */
 		for (attempt = 1; ; attempt++) {
 			set_nonblock(sv[0], 0);
-			alarm(1);
-			w = cs_write(sv[0], 1, &id, NULL, NULL, 0);
-			alarm(0);
+			w = cs_write_bounded(sv[0], id);
 			if (w < 0 || attempt == 5)
 				break;
 			/* room had appeared: the page went; fill up again */
