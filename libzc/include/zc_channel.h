@@ -56,6 +56,14 @@ int zc_channel_send(zc_channel *ch, const zc_agg *agg);
  * until 0 before closing: a channel closed with a rest drops the message.
  * Always 0 on a blocking channel. */
 int zc_channel_flush(zc_channel *ch);
+/* Corking: while a channel is corked, a send that finds the peer asleep
+ * does not wake it; the wake-up is owed until zc_channel_ring (or
+ * zc_channel_cork(ch, 0), which rings), so that several messages cost the
+ * peer one wake-up.  A blocking call that waits on the channel rings
+ * first; an event loop that corks rings before it sleeps (a peer asleep
+ * waiting for data we published and did not ring for never wakes). */
+void zc_channel_cork(zc_channel *ch, int on);
+void zc_channel_ring(zc_channel *ch);
 /* Receive one message: *out is a new aggregate of read-only buffers (and
  * file extents).  -EAGAIN if none is waiting and the channel is
  * non-blocking, -EPIPE once the peer is gone. */

@@ -98,6 +98,8 @@ struct zc_channel {
 	uint64_t tx_wait_bytes;
 	bool bells_lost;	/* doorbells were taken while a caller waited,
 				 * to reach a message behind them */
+	bool corked;		/* zc_channel_cork: data bells are owed */
+	bool bell_owed;		/* a corked send published data */
 
 	/* channel_send.c (tx_bytes is allocated and freed by channel.c) */
 	unsigned sends;		/* for the occasional socket check */

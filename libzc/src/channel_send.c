@@ -170,13 +170,32 @@ static int make_entry(zc_channel *ch, const struct zc_slice_int *s,
 	return zc_ch_lend(ch, s->buf, &e->token);
 }
 
-/* Make what we wrote visible and wake the peer if it sleeps. */
+/* Make what we wrote visible and wake the peer if it sleeps (corked: owe
+ * it the wake-up, zc_channel_ring). */
 static void publish(zc_channel *ch)
 {
 	if (ch->tx_pub == ch->tx_tail)
 		return;
 	zc_st_rel(&ch->tx.shm->data_tail.v, ch->tx_tail);
 	ch->tx_pub = ch->tx_tail;
+	if (ch->corked)
+		ch->bell_owed = true;
+	else
+		zc_ch_notify(ch, ZC_RING_WANT_DATA);
+}
+
+void zc_channel_cork(zc_channel *ch, int on)
+{
+	ch->corked = on != 0;
+	if (!on)
+		zc_channel_ring(ch);
+}
+
+void zc_channel_ring(zc_channel *ch)
+{
+	if (!ch->bell_owed)
+		return;
+	ch->bell_owed = false;
 	zc_ch_notify(ch, ZC_RING_WANT_DATA);
 }
 

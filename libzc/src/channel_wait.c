@@ -130,7 +130,12 @@ int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
 	       unsigned want)
 {
 	struct pollfd p = { .fd = ch->sock, .events = POLLIN };
-	int r = spin(ch, ready);
+	int r;
+
+	/* A side that waits owes its peer every wake-up first: the peer may
+	 * be asleep waiting for what corked sends published. */
+	zc_channel_ring(ch);
+	r = spin(ch, ready);
 
 	/* The socket is read after poll, not before: whatever waits there
 	 * (a doorbell from before, a control message, EOF) makes poll return

@@ -905,6 +905,109 @@ static void test_doorbell_runs(void **state)
 	zc_pool_release(pool);
 }
 
+/* Corked sends owe the waiting peer its wake-up: no bell until
+ * zc_channel_ring (or uncorking), then one for every message sent, and
+ * nothing when nothing is owed. */
+static void test_cork_owes_the_bell(void **state)
+{
+	zc_channel *a, *b;
+	zc_pool *pool = pair_with_pool(4 * MiB, &a, &b, NB_B);
+	zc_agg *m1 = one_buf_agg(pool, 4 * KiB, 21);
+	zc_agg *m2 = one_buf_agg(pool, 8 * KiB, 22);
+	zc_agg *got;
+
+	(void)state;
+	/* The pool's share goes on the socket with the first message (b's
+	 * descriptor turns readable for it): out of the way first. */
+	assert_int_equal(zc_channel_send(a, m1), 0);
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_recv(b, &got), -EAGAIN);	/* b waits */
+	assert_false(readable(zc_channel_fd(b), 0));
+	zc_channel_cork(a, 1);
+	assert_int_equal(zc_channel_send(a, m1), 0);
+	assert_int_equal(zc_channel_send(a, m2), 0);
+	assert_false(readable(zc_channel_fd(b), 50));
+	zc_channel_ring(a);
+	assert_true(readable(zc_channel_fd(b), 1000));
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	check_agg(got, 4 * KiB, 21);
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	check_agg(got, 8 * KiB, 22);
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_recv(b, &got), -EAGAIN);
+	/* Nothing owed: no bell. */
+	zc_channel_ring(a);
+	assert_false(readable(zc_channel_fd(b), 50));
+	/* Uncorking rings what is owed; uncorked sends ring at once. */
+	assert_int_equal(zc_channel_send(a, m1), 0);
+	assert_false(readable(zc_channel_fd(b), 50));
+	zc_channel_cork(a, 0);
+	assert_true(readable(zc_channel_fd(b), 1000));
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_recv(b, &got), -EAGAIN);
+	assert_int_equal(zc_channel_send(a, m2), 0);
+	assert_true(readable(zc_channel_fd(b), 1000));
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	zc_agg_release(got);
+	zc_agg_release(m1);
+	zc_agg_release(m2);
+	close_pair(a, b, pool);
+}
+
+struct echo_arg {
+	zc_channel *ch;
+	int err;
+};
+
+/* Receive one message (blocking: it sleeps until woken) and send it back. */
+static void *echo_main(void *p)
+{
+	struct echo_arg *e = p;
+	zc_agg *got;
+
+	e->err = zc_channel_recv(e->ch, &got);
+	if (!e->err) {
+		e->err = zc_channel_send(e->ch, got);
+		zc_agg_release(got);
+	}
+	return NULL;
+}
+
+/* A corked side that blocks on the channel rings first: the peer asleep
+ * in its own wait gets the request corked sends left it, and answers
+ * (without that, both sides would sleep for ever). */
+static void test_cork_blocking_wait_rings(void **state)
+{
+	zc_channel *a, *b;
+	zc_pool *pool = pair_with_pool(4 * MiB, &a, &b, 0);
+	zc_agg *m = one_buf_agg(pool, 4 * KiB, 23), *got;
+	struct echo_arg e = { .ch = b };
+	pthread_t tid;
+
+	(void)state;
+	/* The pool's share (a message on the socket, which wakes b by
+	 * itself) goes first. */
+	assert_int_equal(zc_channel_send(a, m), 0);
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	zc_agg_release(got);
+	assert_int_equal(pthread_create(&tid, NULL, echo_main, &e), 0);
+	usleep(100 * 1000);	/* the echo side is asleep in its wait */
+	zc_channel_cork(a, 1);
+	assert_int_equal(zc_channel_send(a, m), 0);
+	alarm(10);		/* a lost wake-up fails here, not in CI's timeout */
+	assert_int_equal(zc_channel_recv(a, &got), 0);
+	alarm(0);
+	pthread_join(tid, NULL);
+	assert_int_equal(e.err, 0);
+	check_agg(got, 4 * KiB, 23);
+	zc_agg_release(got);
+	zc_agg_release(m);
+	close_pair(a, b, pool);
+}
+
 /* zc_channel_open_nb: our half of the handshake goes out at once; the
  * channel is usable (-EAGAIN until then) when the peer's half arrives,
  * without ever blocking -- an event loop opens channels this way.  A peer
@@ -1569,6 +1672,8 @@ int main(void)
 		cmocka_unit_test(test_nonblock_long_message_then_recv),
 		cmocka_unit_test(test_stream_socket),
 		cmocka_unit_test(test_doorbell_runs),
+		cmocka_unit_test(test_cork_owes_the_bell),
+		cmocka_unit_test(test_cork_blocking_wait_rings),
 		cmocka_unit_test(test_open_nonblocking),
 		cmocka_unit_test(test_borrowed_copied),
 		cmocka_unit_test(test_received_parts_one_sendfile),
