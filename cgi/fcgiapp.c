@@ -434,7 +434,8 @@ static void reader_fill(FCGX_Stream *s)
 
 /* A record arrived while the application writes (its input was read to
  * the end): an ABORT_REQUEST or a management record is dealt with now,
- * if it is all here; nothing waits. */
+ * if it is all here; nothing waits.  A request that follows this one
+ * stays where it is, with everything behind it. */
 static void poll_input(FCGX_Request *r, struct zcf_conn *c)
 {
 	struct Params *q = r->paramsPtr;
@@ -463,9 +464,13 @@ static void poll_input(FCGX_Request *r, struct zcf_conn *c)
 			c->broken = true;
 			return;
 		}
+		/* The next request, pipelined behind this one (zchttpd
+		 * does on the zero-copy transport), is the next accept's. */
 		if (avail < fcgi_record_len(&h) ||
 		    (h.request_id == r->requestId &&
-		     h.type != FCGI_ABORT_REQUEST))
+		     h.type != FCGI_ABORT_REQUEST) ||
+		    (h.request_id != FCGI_NULL_REQUEST_ID &&
+		     h.type == FCGI_BEGIN_REQUEST))
 			return;
 		if (zcf_conn_next_record(c)) {
 			c->broken = true;

@@ -103,6 +103,9 @@ void options_usage(FILE *f)
 "                             (default 60000; else 504)\n"
 "  --fastcgi-conns N          connections per backend per worker (default 16)\n"
 "  --fastcgi-queue N          requests waiting for one (default 1024; then 503)\n"
+"  --fastcgi-pipeline N       requests in flight per zero-copy connection, the\n"
+"                             next sent while the app works (default 8; 1-32;\n"
+"                             1: one at a time)\n"
 "  --fastcgi-idle MS          close a backend connection unused this long\n"
 "                             (default 2000; it holds an app process meanwhile)\n"
 "  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
@@ -158,6 +161,7 @@ void options_defaults(struct options *o)
 	o->cfg.fcgi_timeout_ms = 60000;
 	o->cfg.fcgi_conns = 16;
 	o->cfg.fcgi_queue = 1024;
+	o->cfg.fcgi_pipeline = 8;
 	o->cfg.fcgi_idle_ms = 2000;
 	o->cfg.tls.ktls = true;
 	o->cfg.h2.on = h2_unavailable() == NULL;	/* not in the static image */
@@ -610,6 +614,8 @@ static int apply(struct options *o, const char *name, const char *val,
 		NUM_NONZERO(fcgi_conns, 4096);
 	} else if (!strcmp(name, "fastcgi-queue")) {
 		NUM(fcgi_queue, 1000000);
+	} else if (!strcmp(name, "fastcgi-pipeline")) {
+		NUM_NONZERO(fcgi_pipeline, ZH_FCGI_PIPELINE_MAX);
 	} else if (!strcmp(name, "fastcgi-idle")) {
 		NUM(fcgi_idle_ms, 3600000);
 	} else if (!strcmp(name, "tls-listen")) {

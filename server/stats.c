@@ -66,6 +66,8 @@ static void add(struct worker_stats *t, const struct worker_stats *s,
 	t->h2.refused += s->h2.refused;
 	t->h2.bytes_by_reference += s->h2.bytes_by_reference;
 	t->h2.bytes_copied += s->h2.bytes_copied;
+	t->fcgi.requests += s->fcgi.requests;
+	t->fcgi.pipelined += s->fcgi.pipelined;
 	if (!gauges)
 		return;
 	t->conns_open += s->conns_open;

@@ -30,6 +30,7 @@
 
 #define ZCHTTPD_MAX_WORKERS 64
 #define ZH_PATH_MAX 4096		/* a normalized request path */
+#define ZH_FCGI_PIPELINE_MAX 32	/* --fastcgi-pipeline: a link's fixed FIFO */
 #define ZH_MAX_SITES 64			/* virtual hosts (status counters) */
 #define ZH_BY_WORKERS UINT64_MAX	/* a default set by the worker count */
 
@@ -93,6 +94,7 @@ struct zh_config {
 	unsigned fcgi_timeout_ms;	/* no progress from an app: 504 */
 	unsigned fcgi_conns;		/* connections per backend per worker */
 	unsigned fcgi_queue;		/* requests waiting for one: 503 beyond */
+	unsigned fcgi_pipeline;		/* requests in flight per zero-copy link */
 	unsigned fcgi_idle_ms;		/* an unused connection is closed */
 	struct zh_tls_config tls;	/* HTTPS (tls.h); tls.listen NULL: off */
 	struct zh_tls *tls_ctx;		/* built by the master from tls */
@@ -120,6 +122,12 @@ struct h2_stats {
 					 * account of their sends) */
 };
 
+struct fcgi_stats {
+	uint64_t requests;		/* sent to FastCGI applications */
+	uint64_t pipelined;		/* ... behind another in flight on
+					 * their connection */
+};
+
 /* Counters of one worker, in shared memory (only its worker writes). */
 struct worker_stats {
 	uint64_t requests;
@@ -135,6 +143,7 @@ struct worker_stats {
 	struct cache_stats cache;	/* copied from cache_stats() */
 	struct tls_stats tls;		/* HTTPS connections (tls.h) */
 	struct h2_stats h2;		/* HTTP/2 connections */
+	struct fcgi_stats fcgi;		/* FastCGI (fcgi_upstream.c) */
 	pid_t pid;
 };
 

@@ -558,6 +558,71 @@ EOF
 	[ "$(curl -s "$URL/gen?size=2000000" | sha256sum)" = "$(zcgen_doc 2000000 | sha256sum)" ]
 }
 
+# requests: and pipelined: from the status endpoint's "fastcgi" object.
+fcgi_counts() {
+	curl -s "$URL/.zc/status" | python3 -c 'import json, sys
+f = json.load(sys.stdin)["fastcgi"]
+print(f["requests"], f["pipelined"])'
+}
+
+@test "zero-copy transport: requests pipelined to one application are each answered whole, in order" {
+	zc_apps --workers 1
+	run python3 "$BATS_TEST_DIRNAME/fastcgi/pipeline_load.py" "$PORT" /zprobe
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ok 36"* ]]
+	read -r requests pipelined < <(fcgi_counts)
+	[ "$requests" -ge 36 ]
+	[ "$pipelined" -gt 0 ]
+	# The connection is whole after it: the next requests are answered.
+	[ "$(curl -s "$URL/zprobe?size=5")" = '01234' ]
+	[ "$(curl -s "$URL/zprobe?size=100000" | sha256sum)" = "$(expected 100000 | sha256sum)" ]
+	# No request failed on the way (those that left are not failures).
+	run grep -E 'failed or broken|timed out|without a response|no progress' "$BATS_TEST_TMPDIR/server.err"
+	[ "$status" -eq 1 ]
+}
+
+@test "zero-copy transport: --fastcgi-pipeline 1 sends one request at a time" {
+	zc_apps --workers 1 --fastcgi-pipeline 1
+	run python3 "$BATS_TEST_DIRNAME/fastcgi/pipeline_load.py" "$PORT" /zprobe
+	echo "$output"
+	[ "$status" -eq 0 ]
+	read -r requests pipelined < <(fcgi_counts)
+	[ "$requests" -ge 36 ]
+	[ "$pipelined" -eq 0 ]
+}
+
+@test "zero-copy transport: an app that dies with requests pipelined behind it: they go again, to its successor" {
+	zc_apps --workers 1
+	curl -s -m 10 -o "$BATS_TEST_TMPDIR/dead" -w '%{http_code}' "$URL/zprobe?sleep=300&die=head" > "$BATS_TEST_TMPDIR/dead.code" &
+	pids=$!
+	sleep 0.1
+	for i in 1 2 3 4; do
+		curl -s -m 10 -w ' %{http_code}\n' "$URL/zprobe?size=$i" > "$BATS_TEST_TMPDIR/behind.$i" &
+		pids="$pids $!"
+	done
+	wait $pids	# not the server's
+	[ "$(cat "$BATS_TEST_TMPDIR/dead.code")" = 502 ]
+	read -r requests pipelined < <(fcgi_counts)
+	[ "$pipelined" -ge 4 ]
+	# Never begun by the application that died: sent again, once, on a
+	# new connection, and answered by the application that replaced it.
+	cat "$BATS_TEST_TMPDIR"/behind.[1-4] > "$BATS_TEST_TMPDIR/behind"
+	printf '0 200\n01 200\n012 200\n0123 200\n' | diff - "$BATS_TEST_TMPDIR/behind"
+	[ "$requests" -ge 9 ]
+	# A request with a body cannot go again (its body went as it came):
+	# behind a dying request it fails, and nothing else does.
+	curl -s -m 10 -o /dev/null -w '%{http_code}' "$URL/zprobe?sleep=300&die=head" > "$BATS_TEST_TMPDIR/dead2.code" &
+	pids=$!
+	sleep 0.1
+	curl -s -m 10 -o /dev/null -w '%{http_code}' --data-binary 'hello' "$URL/zprobe?echo" > "$BATS_TEST_TMPDIR/post.code" &
+	pids="$pids $!"
+	wait $pids
+	[ "$(cat "$BATS_TEST_TMPDIR/dead2.code")" = 502 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/post.code")" = 502 ]
+	[ "$(curl -s "$URL/zprobe?size=5")" = '01234' ]
+}
+
 @test "zero-copy transport: an app that dies is restarted and the link replaced" {
 	zc_apps --workers 1
 	[ "$(curl -s "$URL/zprobe?size=5")" = '01234' ]

@@ -80,6 +80,9 @@ struct fcgi_req {
 	bool body_read;			/* every byte of it read */
 	bool params_sent;
 	bool stdin_ended;		/* the empty STDIN record is queued */
+	bool body_gone;			/* body bytes were sent: the request
+					 * cannot go again */
+	bool retried;			/* sent again once already */
 	bool continued;			/* 100 Continue sent */
 
 	/* The response. */
@@ -247,7 +250,7 @@ static int send_params(struct fcgi_req *f, zc_agg *out)
 	memcpy(filename + rlen, uri, se);
 	filename[rlen + se] = 0;
 	in.script_filename = filename;
-	err = fcgi_params_build(&in, 1, true, out);
+	err = fcgi_params_build(&in, f->cl.request_id, true, out);
 	f->params_sent = !err;
 	return err;
 }
@@ -271,10 +274,12 @@ static int push(struct fcgi_req *f)
 	if (!f->params_sent)
 		err = send_params(f, out);
 	if (!err && zc_agg_len(f->body) &&
-	    !(err = zc_agg_split(f->body, 0, &body)))
-		fcgi_batch_agg(&b, FCGI_STDIN, 1, body);	/* taken over */
+	    !(err = zc_agg_split(f->body, 0, &body))) {
+		fcgi_batch_agg(&b, FCGI_STDIN, f->cl.request_id, body);
+		f->body_gone = true;	/* the batch took it over */
+	}
 	if (!err && f->body_read && !f->stdin_ended) {
-		fcgi_batch_bytes(&b, FCGI_STDIN, 1, NULL, 0);
+		fcgi_batch_bytes(&b, FCGI_STDIN, f->cl.request_id, NULL, 0);
 		ends = true;
 	}
 	if (!err)
@@ -283,7 +288,7 @@ static int push(struct fcgi_req *f)
 	if (!err && ends)
 		f->stdin_ended = true;
 	if (!err && zc_agg_len(out))
-		err = fcgi_link_send(f->link, out);
+		err = fcgi_link_send(f->link, out, ends);
 	zc_agg_release(out);
 	return err;
 }
@@ -488,7 +493,7 @@ fail:
 	/* Nothing was answered yet: say why if we can (a 4xx from the body
 	 * decoder), else the client is gone or broken: just close. */
 	if (f->link) {
-		fcgi_link_abort(f->link);
+		fcgi_link_abort(f->link, &f->cl);
 		f->link = NULL;
 	}
 	fcgi_link_cancel(f->w, f->rt, &f->cl);
@@ -642,8 +647,7 @@ static void on_end(struct fcgi_req *f, zc_agg *content)
 		fcgi_end_decode(body, 8, &end) == 0 &&
 		end.protocol_status == FCGI_REQUEST_COMPLETE;
 	zc_agg_release(content);
-	fcgi_link_release(f->link, clean && f->stdin_ended &&
-				   !fcgi_link_queued(f->link));
+	fcgi_link_release(f->link, &f->cl, clean && f->stdin_ended);
 	f->link = NULL;
 	if (!clean && !f->head_done)
 		how = zh_status(502);	/* overloaded, or cannot multiplex:
@@ -697,7 +701,7 @@ static void cl_attached(struct fcgi_client *cl, struct fcgi_link *l)
 	if (!err)
 		err = push(f);
 	if (err) {
-		fcgi_link_release(l, false);
+		fcgi_link_abort(l, cl);
 		f->link = NULL;
 		finish(f, zh_status(err > 0 ? err : 503));
 	}
@@ -722,19 +726,28 @@ static void cl_record(struct fcgi_client *cl, const struct fcgi_header *h,
 	}
 	zc_agg_release(content);
 	if (err) {
-		fcgi_link_release(f->link, false);
+		fcgi_link_abort(f->link, &f->cl);
 		f->link = NULL;
 		finish(f, failed(err));
 	}
 }
 
-static void cl_failed(struct fcgi_client *cl, int status)
+static void cl_failed(struct fcgi_client *cl, int status, bool begun)
 {
 	struct fcgi_req *f = of_client(cl);
 	const char *body = f->stdin_ended ? "queued whole" :
 			   f->params_sent ? "queued in part" : "not queued";
 
 	f->link = NULL;
+	if (!begun && status == 502 && !f->retried && !f->body_gone) {
+		/* Pipelined behind a request whose connection broke: the
+		 * application never began it, and it can be sent again
+		 * (all of it is still ours), once, on another connection. */
+		f->retried = true;
+		f->params_sent = f->stdin_ended = false;
+		if (!acquire(f))
+			return;
+	}
 	zh_log(ZL_ERROR, "fastcgi %s: %s (request body %s, response %s)",
 		f->rt->spec,
 		status == 504 ? "timed out" : "connection failed or broken",
@@ -750,7 +763,7 @@ static void cl_writable(struct fcgi_client *cl)
 	if (!err)
 		err = push(f);
 	if (err) {
-		fcgi_link_abort(f->link);
+		fcgi_link_abort(f->link, &f->cl);
 		f->link = NULL;
 		finish(f, failed(err));
 	}
@@ -764,7 +777,7 @@ static void on_abort(struct zh_request *r)
 
 	f->r = NULL;
 	if (f->link)
-		fcgi_link_abort(f->link);
+		fcgi_link_abort(f->link, &f->cl);
 	else
 		fcgi_link_cancel(f->w, f->rt, &f->cl);
 	req_free(f);
@@ -833,7 +846,7 @@ zh_answer fastcgi_serve(struct zh_request *r, const struct zh_fcgi_route *rt)
 	if (err) {
 		/* The handler still owns r: answer the error through it. */
 		if (f->link) {
-			fcgi_link_abort(f->link);
+			fcgi_link_abort(f->link, &f->cl);
 			f->link = NULL;
 		}
 		finish(f, zh_status(err > 0 ? err : 503));

@@ -9,11 +9,21 @@
  *               non-blocking (the application answers it when it accepts)
  *   IDLE        in the backend's idle list, reading only to notice that
  *               the backend closed it; closed after --keepalive-timeout
- *   ACTIVE      serving one request: records flow both ways; the request's
+ *   ACTIVE      serving requests (one, or on the zero-copy transport up to
+ *               --fastcgi-pipeline, in a FIFO): records flow both ways;
  *               progress is bounded by --fastcgi-timeout, re-armed by every
  *               read or write that moved something
- *   DRAINING    its request went away: ABORT_REQUEST was sent and records
- *               are dropped until END_REQUEST, then it is reused
+ *
+ * Requests in flight.  The FIFO's head receives the records (they carry
+ * its request id); the tail is the request whose records are being sent.
+ * Another request joins the FIFO only when the tail's records have all
+ * gone, so the application reads each request whole, one after another.
+ * A request whose client went away stays in the FIFO without a client:
+ * its records are dropped until its END_REQUEST.
+ *
+ * Wake-ups.  The channel is corked: a request sent does not wake the
+ * application at once; the link rings before the loop sleeps
+ * (on_link_ring), once for everything one turn of the loop sent.
  *
  * Reading.  Standard transport: iol_read() puts what the socket has into
  * pool buffers (the one copy, from the kernel), appended to `rx`.
@@ -47,14 +57,20 @@
 #define READ_BUDGET (1u << 20)		/* per wake-up, then others' turn */
 #define RX_MAX (4u << 20)		/* received and not delivered */
 #define TX_LOW_WATER (64u << 10)	/* the client may send more */
-#define REQUEST_ID 1
 
-enum link_state { L_CONNECTING, L_HANDSHAKE, L_IDLE, L_ACTIVE, L_DRAINING };
+enum link_state { L_CONNECTING, L_HANDSHAKE, L_IDLE, L_ACTIVE };
+
+/* A request in flight; cl NULL: gone, its records dropped. */
+struct inflight {
+	struct fcgi_client *cl;
+	uint16_t id;
+};
 
 struct fcgi_upstream {
 	const struct zh_fcgi_route *route;
 	struct zh_worker *w;
 	struct fcgi_link *idle;		/* most recently used first */
+	struct fcgi_link *links;	/* every link (all_next) */
 	unsigned nlinks;		/* every link, whatever its state */
 	unsigned max_links;		/* --fastcgi-conns, or fewer: as many
 					 * as spawned processes serve us */
@@ -65,12 +81,17 @@ struct fcgi_upstream {
 struct fcgi_link {
 	struct fcgi_upstream *up;
 	struct fcgi_link *next;		/* idle list */
+	struct fcgi_link *all_next;	/* the upstream's list of links */
 	enum link_state state;
 	int fd;				/* what epoll watches */
 	zc_channel *ch;			/* zero-copy transport, or NULL */
 	zc_sink sink;			/* standard transport */
 	zc_source source;
-	struct fcgi_client *cl;		/* ACTIVE: its request */
+	struct inflight fifo[ZH_FCGI_PIPELINE_MAX];
+	unsigned head, n;		/* fifo[head] receives; n in flight */
+	bool tail_sent;			/* the newest request sent records */
+	bool tail_whole;		/* ... all of them */
+	uint16_t last_id;		/* the newest request's id */
 	zc_agg *tx, *rx;
 	uint32_t events;
 	bool held;			/* the client holds delivery back */
@@ -78,6 +99,7 @@ struct fcgi_link {
 	int busy;			/* our code is on the stack */
 	bool doomed;			/* close when it unwinds */
 	struct ev_post post;		/* pumped before the loop sleeps */
+	struct ev_post ring;		/* the channel rung before it sleeps */
 	struct ev_timer timer;
 };
 
@@ -87,6 +109,32 @@ struct fcgi_link {
 static void on_link_io(struct ev_loop *loop, int fd, uint32_t ev, void *data);
 static void link_pump(struct fcgi_link *l);
 static void on_link_posted(struct ev_post *p);
+static void on_link_ring(struct ev_post *p);
+static void link_post(struct fcgi_link *l);
+
+static struct inflight *fl_at(struct fcgi_link *l, unsigned i)
+{
+	return &l->fifo[(l->head + i) % ZH_FCGI_PIPELINE_MAX];
+}
+
+static struct inflight *fl_head(struct fcgi_link *l)
+{
+	return fl_at(l, 0);
+}
+
+static struct inflight *fl_tail(struct fcgi_link *l)
+{
+	return fl_at(l, l->n - 1);
+}
+
+static struct inflight *fl_find(struct fcgi_link *l,
+				const struct fcgi_client *cl)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		if (fl_at(l, i)->cl == cl)
+			return fl_at(l, i);
+	return NULL;
+}
 
 static struct fcgi_upstream *upstream_of(struct zh_worker *w,
 					 const struct zh_fcgi_route *rt)
@@ -106,7 +154,13 @@ static void link_free(struct fcgi_link *l)
 			*pp = l->next;
 			break;
 		}
+	for (pp = &up->links; *pp; pp = &(*pp)->all_next)
+		if (*pp == l) {
+			*pp = l->all_next;
+			break;
+		}
 	ev_unpost(&l->post);
+	ev_unpost(&l->ring);
 	ev_timer_disarm(&l->timer);
 	ev_forget(up->w->loop, l->fd);
 	if (l->ch)
@@ -160,42 +214,74 @@ static void link_destroy(struct fcgi_link *l, int status)
 	fail_queue(up, status);
 }
 
-/* The request is done with its link: end it now or when our own code
- * unwinds. */
+static void link_fail(struct fcgi_link *l, int status);
+
+/* The link is not to be reused: requests still in flight on it fail
+ * (502), and it ends now or when our own code unwinds. */
 static void link_close(struct fcgi_link *l)
 {
-	l->cl = NULL;
-	if (l->busy)
-		l->doomed = true;
-	else
-		link_destroy(l, 502);
+	link_fail(l, 502);
 }
 
-/* The link serves cl's request from now on. */
+/* The first request of the backend's queue, taken off it. */
+static struct fcgi_client *queue_pop(struct fcgi_upstream *up)
+{
+	struct fcgi_client *cl = up->qhead;
+
+	up->qhead = cl->qnext;
+	if (!up->qhead)
+		up->qtail = NULL;
+	up->nqueued--;
+	cl->queued = false;
+	return cl;
+}
+
+/* cl's request joins the link's FIFO (the first makes the link ACTIVE). */
 static void link_attach(struct fcgi_link *l, struct fcgi_client *cl)
 {
-	l->state = L_ACTIVE;
-	l->cl = cl;
-	l->held = false;
-	link_arm(l, false);
+	struct inflight *f = fl_at(l, l->n);
+
+	if (++l->last_id == FCGI_NULL_REQUEST_ID)
+		l->last_id = 1;
+	f->cl = cl;
+	f->id = l->last_id;
+	cl->request_id = f->id;
+	l->up->w->stats->fcgi.requests++;
+	if (l->n)
+		l->up->w->stats->fcgi.pipelined++;
+	if (!l->n++) {
+		l->state = L_ACTIVE;
+		l->held = false;
+		link_arm(l, false);
+	}
+	l->tail_sent = l->tail_whole = false;
 	l->busy++;
 	cl->attached(cl, l);
 	l->busy--;
+}
+
+/* Can the link take one more request behind those in flight? */
+static bool link_can_pipeline(struct fcgi_link *l)
+{
+	return l->ch && l->state == L_ACTIVE && !l->doomed && !l->eof &&
+	       l->n < l->up->w->cfg->fcgi_pipeline && l->tail_whole &&
+	       !zc_agg_len(l->tx) && !zc_channel_flush(l->ch);
+}
+
+/* Requests of the queue join a link that can pipeline them. */
+static void link_fill(struct fcgi_link *l)
+{
+	while (l->up->qhead && link_can_pipeline(l))
+		link_attach(l, queue_pop(l->up));
 }
 
 /* Give a ready link to the first queued request, or park it idle. */
 static void link_ready(struct fcgi_link *l)
 {
 	struct fcgi_upstream *up = l->up;
-	struct fcgi_client *cl = up->qhead;
 
-	if (cl) {
-		up->qhead = cl->qnext;
-		if (!up->qhead)
-			up->qtail = NULL;
-		up->nqueued--;
-		cl->queued = false;
-		link_attach(l, cl);
+	if (up->qhead) {
+		link_attach(l, queue_pop(up));
 		return;
 	}
 	l->state = L_IDLE;
@@ -205,40 +291,81 @@ static void link_ready(struct fcgi_link *l)
 	link_set_events(l, EPOLLIN);
 }
 
+static bool link_unsent(struct fcgi_link *l);
+
+/* The head request is done (its END_REQUEST came): the next in flight
+ * receives now; with none left, the link is ready for more if the record
+ * stream ended cleanly with it. */
+static void link_pop(struct fcgi_link *l)
+{
+	l->head = (l->head + 1) % ZH_FCGI_PIPELINE_MAX;
+	l->held = false;
+	if (--l->n) {
+		link_fill(l);
+		return;
+	}
+	if (l->eof || zc_agg_len(l->rx) || link_unsent(l))
+		link_close(l);
+	else
+		link_ready(l);
+}
+
+/* The head request ended, but the connection is not to be reused: the
+ * others fail, the next counted as begun (the application may be on it
+ * already). */
+static void link_close_after_head(struct fcgi_link *l)
+{
+	l->head = (l->head + 1) % ZH_FCGI_PIPELINE_MAX;
+	l->n--;
+	link_close(l);
+}
+
+/* The newest request leaves before any of its records was sent: as if it
+ * had never come. */
+static void link_drop_tail(struct fcgi_link *l)
+{
+	l->tail_sent = l->tail_whole = true;	/* nothing of it can follow */
+	if (--l->n == 0)
+		link_ready(l);
+}
+
 /* Queued requests whose backend cannot be reached: 502 for each, when no
  * link is left that could still serve them. */
 static void fail_queue(struct fcgi_upstream *up, int status)
 {
 	while (up->qhead && up->nlinks == 0) {
-		struct fcgi_client *cl = up->qhead;
+		struct fcgi_client *cl = queue_pop(up);
 
-		up->qhead = cl->qnext;
-		if (!up->qhead)
-			up->qtail = NULL;
-		up->nqueued--;
-		cl->queued = false;
-		cl->failed(cl, status);
+		cl->failed(cl, status, true);
 	}
 }
 
+/* The link is broken (or not to be reused): every request in flight on it
+ * fails with `status`, and the link goes when our code unwinds.  Only the
+ * head can have been begun: the application takes requests in order. */
 static void link_fail(struct fcgi_link *l, int status)
 {
-	struct fcgi_client *cl = l->cl;
+	bool begun = true;
 
-	if (l->doomed && !cl)
+	if (l->doomed && !l->n)
 		return;
-	l->cl = NULL;
 	l->doomed = true;
-	if (cl && l->state == L_ACTIVE)
-		cl->failed(cl, status);
+	while (l->n) {
+		struct fcgi_client *cl = fl_head(l)->cl;
+
+		l->head = (l->head + 1) % ZH_FCGI_PIPELINE_MAX;
+		l->n--;
+		if (cl)
+			cl->failed(cl, status, begun);
+		begun = false;
+	}
 	if (!l->busy)
 		link_destroy(l, status);
 }
 
 static const char *const state_names[] = {
 	[L_CONNECTING] = "connecting", [L_HANDSHAKE] = "in the handshake",
-	[L_IDLE] = "idle", [L_ACTIVE] = "serving a request",
-	[L_DRAINING] = "draining an aborted request",
+	[L_IDLE] = "idle", [L_ACTIVE] = "serving",
 };
 
 static void on_link_timeout(struct ev_loop *loop, struct ev_timer *t)
@@ -252,8 +379,9 @@ static void on_link_timeout(struct ev_loop *loop, struct ev_timer *t)
 	}
 	/* Where it stood, for whoever reads the 504 in the log. */
 	zh_log(ZL_ERROR, "fastcgi %s: no progress within --fastcgi-timeout, "
-		"%s: %zu bytes to send, %zu received, %s", l->up->route->spec,
-		state_names[l->state], zc_agg_len(l->tx), zc_agg_len(l->rx),
+		"%s: %u requests in flight, %zu bytes to send, %zu received, "
+		"%s", l->up->route->spec, state_names[l->state], l->n,
+		zc_agg_len(l->tx), zc_agg_len(l->rx),
 		l->eof ? "the application closed" : "the application silent");
 	l->busy++;
 	link_fail(l, 504);
@@ -291,6 +419,7 @@ static int link_open(struct fcgi_upstream *up, struct fcgi_link **out)
 	l->up = up;
 	l->fd = fd;
 	ev_post_init(&l->post, on_link_posted);
+	ev_post_init(&l->ring, on_link_ring);
 	l->state = L_CONNECTING;
 	if (connect(fd, (const struct sockaddr *)addr, alen) &&
 	    errno != EINPROGRESS) {
@@ -306,6 +435,8 @@ static int link_open(struct fcgi_upstream *up, struct fcgi_link **out)
 		goto fail_alloc;
 	}
 	l->events = EPOLLOUT;
+	l->all_next = up->links;
+	up->links = l;
 	up->nlinks++;
 	link_arm(l, false);	/* connect and handshake: same bound */
 	*out = l;
@@ -349,6 +480,7 @@ static void link_connected(struct fcgi_link *l)
 		return;
 	}
 	l->fd = zc_channel_fd(l->ch);
+	zc_channel_cork(l->ch, 1);	/* on_link_posted rings */
 	l->state = L_HANDSHAKE;
 	l->events = EPOLLIN;
 	if (ev_add(l->up->w->loop, l->fd, EPOLLIN, on_link_io, l)) {
@@ -404,48 +536,49 @@ static int take_record(struct fcgi_link *l, struct fcgi_header *h,
 	return 1;
 }
 
-/* Is h a record a responder may send us now? */
-static bool expected(const struct fcgi_header *h)
+/* Is h a record a responder may send us for request `id`? */
+static bool expected(const struct fcgi_header *h, uint16_t id)
 {
-	return h->request_id == REQUEST_ID &&
+	return h->request_id == id &&
 	       (h->type == FCGI_STDOUT || h->type == FCGI_STDERR ||
 		h->type == FCGI_END_REQUEST);
 }
 
-/* Hand the complete records in rx to the client (or drop them while
- * draining). */
+/* Hand the complete records in rx to the head request's client (or drop
+ * them, its client gone), request after request. */
 static void deliver(struct fcgi_link *l)
 {
-	while (!l->doomed && !(l->state == L_ACTIVE && l->held)) {
+	while (!l->doomed && l->n) {
+		struct inflight *f = fl_head(l);
+		struct fcgi_client *cl = f->cl;
+		uint16_t id = f->id;
 		struct fcgi_header h;
 		zc_agg *content;
-		int r = take_record(l, &h, &content);
+		int r;
 
+		if (cl && l->held)
+			return;
+		r = take_record(l, &h, &content);
 		if (r == 0)
 			return;
-		if (r < 0 || !expected(&h) ||
-		    (l->state != L_ACTIVE && l->state != L_DRAINING)) {
+		if (r < 0 || !expected(&h, id)) {
 			zc_agg_release(content);
 			link_fail(l, 502);	/* and drop the link */
 			return;
 		}
-		if (l->state == L_DRAINING) {
+		if (!cl) {
 			zc_agg_release(content);
 			if (h.type == FCGI_END_REQUEST)
-				link_ready(l);
+				link_pop(l);
 			continue;
 		}
-		struct fcgi_client *cl = l->cl;
-
 		cl->record(cl, &h, content);
-		if (h.type == FCGI_END_REQUEST && l->cl == cl && !l->doomed) {
+		if (h.type == FCGI_END_REQUEST && !l->doomed && l->n &&
+		    fl_head(l)->id == id) {
 			/* The client did not release it: a bug upstairs;
 			 * do not let the connection serve anyone else. */
-			l->cl = NULL;
-			l->doomed = true;
+			link_close_after_head(l);
 		}
-		if (l->state != L_ACTIVE && l->state != L_DRAINING)
-			return;	/* released: idle or given to the next */
 	}
 }
 
@@ -503,6 +636,9 @@ static int write_channel(struct fcgi_link *l)
 		err = zc_channel_flush(l->ch);
 	else if (!(err = zc_channel_send(l->ch, l->tx)))
 		zc_agg_truncate(l->tx, 0);
+	/* Whatever went owes the application a wake-up: one before the
+	 * loop sleeps, for all this turn sent (the channel is corked). */
+	ev_post(l->up->w->loop, &l->ring);
 	return err == -EAGAIN ? 0 : err;	/* room rings the bell */
 }
 
@@ -569,12 +705,15 @@ static void link_pump(struct fcgi_link *l)
 		link_fail(l, 502);
 		goto out;
 	}
-	if (l->state == L_ACTIVE && l->cl && before >= TX_LOW_WATER &&
+	if (l->state == L_ACTIVE && fl_tail(l)->cl && before >= TX_LOW_WATER &&
 	    zc_agg_len(l->tx) < TX_LOW_WATER)
-		l->cl->writable(l->cl);
+		fl_tail(l)->cl->writable(fl_tail(l)->cl);
 	if (l->doomed)
 		goto out;
-	held = l->state == L_ACTIVE && l->held;
+	link_fill(l);
+	if (l->doomed || l->state == L_IDLE)
+		goto out;
+	held = l->n && fl_head(l)->cl && l->held;
 	if (l->ch)	/* one bell for data, returns and room */
 		want = !held || link_unsent(l) ? EPOLLIN : 0;
 	else
@@ -611,6 +750,18 @@ static void on_link_io(struct ev_loop *loop, int fd, uint32_t ev, void *data)
 
 /* ------------------------------------------------------------ API */
 
+/* The link of the upstream that can take one more request in flight and
+ * has the fewest, or NULL. */
+static struct fcgi_link *pipelining_link(struct fcgi_upstream *up)
+{
+	struct fcgi_link *best = NULL;
+
+	for (struct fcgi_link *l = up->links; l; l = l->all_next)
+		if (link_can_pipeline(l) && (!best || l->n < best->n))
+			best = l;
+	return best;
+}
+
 int fcgi_link_acquire(struct zh_worker *w, const struct zh_fcgi_route *rt,
 		      struct fcgi_client *cl)
 {
@@ -620,6 +771,12 @@ int fcgi_link_acquire(struct zh_worker *w, const struct zh_fcgi_route *rt,
 	if (l) {
 		up->idle = l->next;
 		l->next = NULL;
+	} else if (!up->nqueued && up->nlinks >= up->max_links) {
+		/* Every connection busy: behind the shortest pipeline, if
+		 * one can take it (not ahead of requests already waiting). */
+		l = pipelining_link(up);
+	}
+	if (l) {
 		link_attach(l, cl);
 		if (l->doomed && !l->busy)
 			link_destroy(l, 502);
@@ -685,7 +842,16 @@ static void on_link_posted(struct ev_post *p)
 		link_pump(l);
 }
 
-int fcgi_link_send(struct fcgi_link *l, zc_agg *records)
+static void on_link_ring(struct ev_post *p)
+{
+	struct fcgi_link *l = (struct fcgi_link *)((char *)p -
+					offsetof(struct fcgi_link, ring));
+
+	zc_channel_ring(l->ch);
+}
+
+/* Queue records and write what the backend takes now. */
+static int link_queue(struct fcgi_link *l, zc_agg *records)
 {
 	int err = zc_agg_concat(l->tx, records);
 
@@ -698,6 +864,14 @@ int fcgi_link_send(struct fcgi_link *l, zc_agg *records)
 	if (!err && zc_agg_len(l->tx) && !l->ch)
 		link_set_events(l, l->events | EPOLLOUT);
 	return err;
+}
+
+int fcgi_link_send(struct fcgi_link *l, zc_agg *records, bool last)
+{
+	l->tail_sent = true;
+	if (last)
+		l->tail_whole = true;
+	return link_queue(l, records);
 }
 
 size_t fcgi_link_queued(const struct fcgi_link *l)
@@ -714,58 +888,87 @@ void fcgi_link_hold(struct fcgi_link *l, bool hold)
 		link_post(l);	/* records already here, then read again */
 }
 
-void fcgi_link_release(struct fcgi_link *l, bool reusable)
+void fcgi_link_release(struct fcgi_link *l, struct fcgi_client *cl,
+		       bool reusable)
 {
-	l->cl = NULL;
-	if (!reusable || l->eof || zc_agg_len(l->rx) || link_unsent(l)) {
-		link_close(l);
+	struct inflight *f = fl_find(l, cl);
+
+	if (!f)
+		return;
+	f->cl = NULL;
+	if (f == fl_tail(l) && !l->tail_sent) {
+		link_drop_tail(l);
 		return;
 	}
-	link_ready(l);
+	if (f != fl_head(l))
+		link_close(l);
+	else if (reusable)
+		link_pop(l);
+	else
+		link_close_after_head(l);
 }
 
-void fcgi_link_abort(struct fcgi_link *l)
+/* The request alone on the link goes away: what already arrived may end
+ * it (then the application is done with it and hears nothing); else it
+ * is sent FCGI_ABORT_REQUEST, and its records are dropped until its
+ * END_REQUEST (deliver), bounded by --fastcgi-timeout. */
+static void abort_alone(struct fcgi_link *l, uint16_t id)
 {
 	uint8_t rec[FCGI_HEADER_LEN];
 	struct fcgi_header h;
 	zc_agg *a, *content;
 	int r;
 
-	l->cl = NULL;
-	l->held = false;	/* the records are ours to drop now */
-	l->state = L_DRAINING;
-	/* What already arrived may end the request: then the application
-	 * is done with it and hears nothing (a late ABORT_REQUEST could hit
-	 * its next request, which has the same id). */
 	while ((r = take_record(l, &h, &content)) == 1) {
 		zc_agg_release(content);
-		if (h.type == FCGI_END_REQUEST && expected(&h)) {
-			fcgi_link_release(l, true);
+		if (h.type == FCGI_END_REQUEST && expected(&h, id)) {
+			link_pop(l);
 			return;
 		}
 	}
-	fcgi_header_encode(rec, FCGI_ABORT_REQUEST, REQUEST_ID, 0, 0);
+	fcgi_header_encode(rec, FCGI_ABORT_REQUEST, id, 0, 0);
 	if (r < 0 || l->eof || zc_agg_create(&a)) {
 		link_close(l);
 		return;
 	}
 	/* What was queued of the request goes first: the record stream
 	 * must stay whole for the connection to be reused. */
-	if (zc_agg_append_bytes(a, NULL, rec, sizeof(rec))) {
-		zc_agg_release(a);
-		link_close(l);
-		return;
-	}
-	if (fcgi_link_send(l, a)) {
+	if (zc_agg_append_bytes(a, NULL, rec, sizeof(rec)) ||
+	    link_queue(l, a)) {
 		zc_agg_release(a);
 		link_close(l);
 		return;
 	}
 	zc_agg_release(a);
-	/* Drain until END_REQUEST, bounded by --fastcgi-timeout; records
-	 * already here first. */
 	link_arm(l, false);
 	link_post(l);
+}
+
+void fcgi_link_abort(struct fcgi_link *l, struct fcgi_client *cl)
+{
+	struct inflight *f = fl_find(l, cl);
+	bool tail = f && f == fl_tail(l);
+
+	if (!f)
+		return;
+	f->cl = NULL;
+	if (tail && !l->tail_sent) {
+		link_drop_tail(l);
+		return;
+	}
+	if (f == fl_head(l))
+		l->held = false;	/* the records are ours to drop now */
+	if (l->n == 1) {
+		abort_alone(l, f->id);
+		return;
+	}
+	/* Others in flight: the application reads this request to its end
+	 * and answers it; we drop the answer.  A request cut short cannot
+	 * end its record stream with others in it: the connection goes. */
+	if (tail && (!l->tail_whole || link_unsent(l)))
+		link_close(l);
+	else
+		link_post(l);	/* records already here, then the next */
 }
 
 int fcgi_upstreams_init(struct zh_worker *w)

@@ -50,7 +50,8 @@ static int render_tls_json(const struct zh_worker *w,
 }
 
 /* Requests and connections by protocol: HTTP/2's are counted as such,
- * HTTP/1.x's are the rest.  HTTP/2's bytes by reference and copied are
+ * HTTP/1.x's are the rest; requests sent to FastCGI applications, and
+ * how many of them went pipelined (fcgi_upstream.h).  HTTP/2's bytes by reference and copied are
  * libzc's account of what its connections sent (zero_copy has every
  * connection's). */
 static int render_protocols_json(const struct worker_stats *t, char *b,
@@ -64,12 +65,13 @@ static int render_protocols_json(const struct worker_stats *t, char *b,
 		"\"connections\":%llu,\"tls\":%llu,\"h2c\":%llu,"
 		"\"resets_received\":%llu,\"goaways_sent\":%llu,"
 		"\"refused\":%llu,\"bytes_by_reference\":%llu,"
-		"\"bytes_copied\":%llu}}",
+		"\"bytes_copied\":%llu}},"
+		"\"fastcgi\":{\"requests\":%llu,\"pipelined\":%llu}",
 		U(t->requests - h->requests), U(t->conns_total - h->conns),
 		U(h->requests), U(h->conns), U(h->conns_tls),
 		U(h->conns - h->conns_tls), U(h->resets_received),
 		U(h->goaways_sent), U(h->refused), U(h->bytes_by_reference),
-		U(h->bytes_copied));
+		U(h->bytes_copied), U(t->fcgi.requests), U(t->fcgi.pipelined));
 }
 
 /* ?audit: the shared cache checked against itself (cache.h). */
@@ -227,6 +229,11 @@ static int render_prometheus(const struct zh_worker *w,
 	  U(t->h2.bytes_by_reference));
 	P("zchttpd_h2_zero_copy_bytes_total{how=\"copied\"} %llu\n",
 	  U(t->h2.bytes_copied));
+	P("# TYPE zchttpd_fastcgi_requests_total counter\n");
+	P("zchttpd_fastcgi_requests_total{sent=\"alone\"} %llu\n",
+	  U(t->fcgi.requests - t->fcgi.pipelined));
+	P("zchttpd_fastcgi_requests_total{sent=\"pipelined\"} %llu\n",
+	  U(t->fcgi.pipelined));
 	P("# TYPE zchttpd_zero_copy_bytes_total counter\n");
 	P("zchttpd_zero_copy_bytes_total{how=\"by_reference\"} %llu\n",
 	  U(t->zc_bytes_by_reference));
