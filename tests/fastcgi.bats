@@ -582,6 +582,23 @@ print(f["requests"], f["pipelined"])'
 	[ "$status" -eq 1 ]
 }
 
+@test "zero-copy transport: pipelined answers beyond one wake-up's read (1 MiB) all arrive" {
+	# Server and application on one CPU: the application answers all
+	# eight 200 KB requests in flight on its connection before zchttpd
+	# runs again, more than a link reads per wake-up: the rest must be
+	# read without a new doorbell.
+	SERVER_WRAPPER="taskset -c 1" zc_apps --workers 1 \
+		--fastcgi-spawn "/one=zc:1:$OURS/apps/zcgen"
+	run taskset -c 0 wrk -t1 -c50 -d2s --timeout 1s "$URL/one?size=204800"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"Non-2xx"* ]]
+	[[ "$output" != *"Socket errors"* ]]
+	read -r requests pipelined < <(fcgi_counts)
+	[ "$pipelined" -gt 0 ]
+	[ "$(curl -s -m 5 "$URL/one?size=204800" | sha256sum)" = "$(zcgen_doc 204800 | sha256sum)" ]
+}
+
 @test "zero-copy transport: --fastcgi-pipeline 1 sends one request at a time" {
 	zc_apps --workers 1 --fastcgi-pipeline 1
 	run python3 "$BATS_TEST_DIRNAME/fastcgi/pipeline_load.py" "$PORT" /zprobe

@@ -620,6 +620,12 @@ static int link_read(struct fcgi_link *l)
 			budget -= (size_t)n < budget ? (size_t)n : budget;
 		}
 	}
+	/* Stopped by the budget: the rest is read before the loop sleeps
+	 * (after others' turn).  A channel's descriptor does not stay
+	 * readable for messages left in its ring: waiting for it would
+	 * wait for a doorbell the application already rang. */
+	if (!budget)
+		link_post(l);
 	return 0;
 }
 
