@@ -127,6 +127,13 @@ static struct inflight *fl_tail(struct fcgi_link *l)
 	return fl_at(l, l->n - 1);
 }
 
+/* The head leaves the FIFO. */
+static void fl_shift(struct fcgi_link *l)
+{
+	l->head = (l->head + 1) % ZH_FCGI_PIPELINE_MAX;
+	l->n--;
+}
+
 static struct inflight *fl_find(struct fcgi_link *l,
 				const struct fcgi_client *cl)
 {
@@ -298,9 +305,9 @@ static bool link_unsent(struct fcgi_link *l);
  * stream ended cleanly with it. */
 static void link_pop(struct fcgi_link *l)
 {
-	l->head = (l->head + 1) % ZH_FCGI_PIPELINE_MAX;
+	fl_shift(l);
 	l->held = false;
-	if (--l->n) {
+	if (l->n) {
 		link_fill(l);
 		return;
 	}
@@ -315,8 +322,7 @@ static void link_pop(struct fcgi_link *l)
  * already). */
 static void link_close_after_head(struct fcgi_link *l)
 {
-	l->head = (l->head + 1) % ZH_FCGI_PIPELINE_MAX;
-	l->n--;
+	fl_shift(l);
 	link_close(l);
 }
 
@@ -353,8 +359,7 @@ static void link_fail(struct fcgi_link *l, int status)
 	while (l->n) {
 		struct fcgi_client *cl = fl_head(l)->cl;
 
-		l->head = (l->head + 1) % ZH_FCGI_PIPELINE_MAX;
-		l->n--;
+		fl_shift(l);
 		if (cl)
 			cl->failed(cl, status, begun);
 		begun = false;
@@ -480,7 +485,7 @@ static void link_connected(struct fcgi_link *l)
 		return;
 	}
 	l->fd = zc_channel_fd(l->ch);
-	zc_channel_cork(l->ch, 1);	/* on_link_posted rings */
+	zc_channel_cork(l->ch, 1);	/* on_link_ring rings */
 	l->state = L_HANDSHAKE;
 	l->events = EPOLLIN;
 	if (ev_add(l->up->w->loop, l->fd, EPOLLIN, on_link_io, l)) {
