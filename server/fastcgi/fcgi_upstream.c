@@ -267,12 +267,14 @@ static void link_attach(struct fcgi_link *l, struct fcgi_client *cl)
 	l->busy--;
 }
 
+static bool link_unsent(struct fcgi_link *l);
+
 /* Can the link take one more request behind those in flight? */
 static bool link_can_pipeline(struct fcgi_link *l)
 {
 	return l->ch && l->state == L_ACTIVE && !l->doomed && !l->eof &&
 	       l->n < l->up->w->cfg->fcgi_pipeline && l->tail_whole &&
-	       !zc_agg_len(l->tx) && !zc_channel_flush(l->ch);
+	       !link_unsent(l);
 }
 
 /* Requests of the queue join a link that can pipeline them. */
@@ -297,8 +299,6 @@ static void link_ready(struct fcgi_link *l)
 	link_arm(l, true);
 	link_set_events(l, EPOLLIN);
 }
-
-static bool link_unsent(struct fcgi_link *l);
 
 /* The head request is done (its END_REQUEST came): the next in flight
  * receives now; with none left, the link is ready for more if the record
