@@ -899,18 +899,31 @@ void fcgi_link_hold(struct fcgi_link *l, bool hold)
 		link_post(l);	/* records already here, then read again */
 }
 
-void fcgi_link_release(struct fcgi_link *l, struct fcgi_client *cl,
-		       bool reusable)
+/* cl's request leaves the link (release, abort): its slot stays in line
+ * without a client, or goes if none of its records was sent.  The slot,
+ * or NULL when nothing more is to be done. */
+static struct inflight *link_leave(struct fcgi_link *l,
+				   const struct fcgi_client *cl)
 {
 	struct inflight *f = fl_find(l, cl);
 
 	if (!f)
-		return;
+		return NULL;
 	f->cl = NULL;
 	if (f == fl_tail(l) && !l->tail_sent) {
 		link_drop_tail(l);
-		return;
+		return NULL;
 	}
+	return f;
+}
+
+void fcgi_link_release(struct fcgi_link *l, struct fcgi_client *cl,
+		       bool reusable)
+{
+	struct inflight *f = link_leave(l, cl);
+
+	if (!f)
+		return;
 	if (f != fl_head(l))
 		link_close(l);
 	else if (reusable)
@@ -957,16 +970,12 @@ static void abort_alone(struct fcgi_link *l, uint16_t id)
 
 void fcgi_link_abort(struct fcgi_link *l, struct fcgi_client *cl)
 {
-	struct inflight *f = fl_find(l, cl);
-	bool tail = f && f == fl_tail(l);
+	struct inflight *f = link_leave(l, cl);
+	bool tail;
 
 	if (!f)
 		return;
-	f->cl = NULL;
-	if (tail && !l->tail_sent) {
-		link_drop_tail(l);
-		return;
-	}
+	tail = f == fl_tail(l);
 	if (f == fl_head(l))
 		l->held = false;	/* the records are ours to drop now */
 	if (l->n == 1) {
