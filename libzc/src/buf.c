@@ -60,13 +60,24 @@ int zc_buf_from_bytes(zc_pool *pool, const void *data, size_t len,
 const void *zc_buf_data(zc_buf *buf)
 {
 	unsigned char *base;
+	unsigned flags;
 
 	if (!buf)
 		return NULL;
 	if (zc_buf_is_kernel(buf))
 		return buf->kaddr;
 	base = zc_pool_base(buf->pool);
-	return base ? base + buf->off : NULL;
+	if (!base)
+		return NULL;
+	/* Whoever asks for the address reads the bytes (or has the kernel
+	 * copy them, on this CPU): the owner learns it with the buffer's
+	 * return (ZC_ENT_F_READ) and reuses the memory last.  One atomic per
+	 * buffer, not per call. */
+	flags = atomic_load_explicit(&buf->flags, memory_order_relaxed);
+	if ((flags & (ZC_BUF_FOREIGN | ZC_BUF_READ)) == ZC_BUF_FOREIGN)
+		atomic_fetch_or_explicit(&buf->flags, ZC_BUF_READ,
+					 memory_order_relaxed);
+	return base + buf->off;
 }
 
 size_t zc_buf_len(const zc_buf *buf)

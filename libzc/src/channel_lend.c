@@ -203,6 +203,10 @@ int zc_ch_drain_returns(zc_channel *ch)
 			head++;
 			if (e.flags & ZC_ENT_F_KREF)
 				zc_buf_mark_kref(b);
+			if (e.flags & ZC_ENT_F_READ)
+				atomic_fetch_or_explicit(&b->flags,
+							 ZC_BUF_PEER_READ,
+							 memory_order_relaxed);
 			batch[nb++] = b;
 		}
 		atomic_store_explicit(&ch->rx_ret_head, head, memory_order_relaxed);

@@ -35,10 +35,10 @@
 static void ret_cb(zc_buf *buf)
 {
 	zc_channel *ch = buf->release_ctx;
-	uint32_t flags = 0;
+	unsigned bf = atomic_load_explicit(&buf->flags, memory_order_relaxed);
+	uint32_t flags = (bf & ZC_BUF_KREF ? ZC_ENT_F_KREF : 0) |
+			 (bf & ZC_BUF_READ ? ZC_ENT_F_READ : 0);
 
-	if (atomic_load_explicit(&buf->flags, memory_order_relaxed) & ZC_BUF_KREF)
-		flags = ZC_ENT_F_KREF;
 	if (zc_ch_owned(ch) && zc_ch_ret_push(ch, buf->release_token, flags))
 		zc_ch_notify(ch, ZC_RING_WANT_RETURNS);
 	zc_ch_put(ch);

@@ -82,11 +82,19 @@ void zc_fork_child_hook(zc_fork_hook fn);
 
 /* ------------------------------------------------------------------ pools */
 
-/* Recently released buffers of one size, reused LIFO so a steady stream of
- * equal-sized transfers touches the same (cache-hot) memory and allocates
- * nothing.  Sizes are in pages. */
+/* Recently released buffers of one size, so that a steady stream of
+ * equal-sized transfers allocates nothing.  A double-ended stack: what
+ * only this process touched goes on top and is reused first (its lines
+ * are in our caches); what a peer process read goes to the bottom and is
+ * reused last (its lines are in the peer's caches; pool.c says why that
+ * matters).  Sizes are in pages. */
 #define ZC_POOL_CACHE_CLASSES 64	/* 1..64 pages */
-#define ZC_POOL_CACHE_DEPTH 32
+#define ZC_POOL_CACHE_DEPTH 32		/* a power of two */
+
+struct zc_pool_cache {
+	zc_buf *b[ZC_POOL_CACHE_DEPTH];	/* ring: bottom at first */
+	unsigned first, n;
+};
 
 struct zc_pool {
 	atomic_int refs;	/* creator + one per live buffer */
@@ -104,8 +112,7 @@ struct zc_pool {
 	size_t npages;
 	size_t hint;		/* next-fit start page */
 	uint64_t gen;		/* last generation handed out */
-	zc_buf *cache[ZC_POOL_CACHE_CLASSES][ZC_POOL_CACHE_DEPTH];
-	unsigned cache_n[ZC_POOL_CACHE_CLASSES];
+	struct zc_pool_cache cache[ZC_POOL_CACHE_CLASSES];
 	struct zc_pool_stats st;
 };
 
@@ -139,6 +146,10 @@ enum {
 	ZC_BUF_COPIED = 1u << 4,	/* sent once by copy through a sink
 					 * that copies a first trip (io_write.c):
 					 * the next trip lends it */
+	ZC_BUF_READ = 1u << 5,		/* foreign: zc_buf_data gave out its
+					 * address, so we may have read it */
+	ZC_BUF_PEER_READ = 1u << 6,	/* owner: a peer returned it READ;
+					 * recycled at the cache's cold end */
 };
 
 /* objcache.c: per-thread caches of aggregates and buffer headers.

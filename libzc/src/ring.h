@@ -60,6 +60,10 @@ enum zc_ent_type {
 				 * entry: one cache line less to move from
 				 * core to core per message (the full-map
 				 * IPC path sends one BUF per message). */
+#define ZC_ENT_F_READ 0x8u	/* RETURN: the peer read the bytes (took
+				 * their address), so their lines may sit
+				 * in its caches: reuse the memory last.
+				 * An older peer never sets it. */
 
 /* One data-ring descriptor: exactly one cache line. */
 struct zc_ring_ent {

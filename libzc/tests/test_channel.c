@@ -298,6 +298,63 @@ static void test_kref_on_return(void **state)
 	zc_pool_release(pool);
 }
 
+/*
+ * The order memory is reused in: a buffer the peer read (it took the
+ * address) comes back marked so and is reused after everything else of
+ * its size, oldest first; one the peer did not read is reused first, as
+ * one only we touched.  Three 8 KiB buffers sent in order x, y, z; the
+ * peer reads x and z, not y, and releases them in that order.  Reusing
+ * the last released first (what the cache did before) would give z, y, x.
+ */
+static void test_reuse_order_after_return(void **state)
+{
+	zc_channel *a, *b;
+	zc_pool *pool;
+	zc_buf *sent[3], *again[3];
+	uint64_t off[3];
+	zc_agg *agg, *got[3];
+	struct zc_slice s;
+	unsigned char byte;
+
+	(void)state;
+	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
+	assert_int_equal(zc_channel_pair(&a, &b), 0);
+	for (int i = 0; i < 3; i++) {
+		sent[i] = pattern_buf(pool, 8 * KiB, 5, 0);
+		off[i] = sent[i]->off;
+		assert_int_equal(zc_agg_create(&agg), 0);
+		assert_int_equal(zc_agg_append_buf(agg, sent[i], 0, 8 * KiB), 0);
+		zc_buf_release(sent[i]);
+		assert_int_equal(zc_channel_send(a, agg), 0);
+		zc_agg_release(agg);
+		assert_int_equal(zc_channel_recv(b, &got[i]), 0);
+	}
+	for (int i = 0; i < 3; i += 2) {
+		assert_int_equal(zc_agg_copyout(got[i], 100, &byte, 1), 1);
+		assert_int_equal(zc_agg_slice(got[i], 0, &s), 0);
+		assert_true(atomic_load(&s.buf->flags) & ZC_BUF_READ);
+	}
+	assert_int_equal(zc_agg_slice(got[1], 0, &s), 0);
+	assert_false(atomic_load(&s.buf->flags) & ZC_BUF_READ);
+	for (int i = 0; i < 3; i++)
+		zc_agg_release(got[i]);
+	zc_channel_reclaim(0);
+	assert_int_equal(in_use(pool), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(zc_buf_alloc(pool, 8 * KiB, &again[i]), 0);
+		/* Reset: the mark does not outlive the buffer's life. */
+		assert_false(atomic_load(&again[i]->flags) & ZC_BUF_PEER_READ);
+	}
+	assert_int_equal(again[0]->off, off[1]);	/* not read: first */
+	assert_int_equal(again[1]->off, off[0]);	/* read, oldest */
+	assert_int_equal(again[2]->off, off[2]);
+	for (int i = 0; i < 3; i++)
+		zc_buf_release(again[i]);
+	zc_channel_close(a);
+	zc_channel_close(b);
+	zc_pool_release(pool);
+}
+
 /* A received buffer can be sent on over another channel; it comes home
  * through both. */
 static void test_forward(void **state)
@@ -1659,6 +1716,7 @@ int main(void)
 		cmocka_unit_test(test_file_changed),
 		cmocka_unit_test(test_steady_stream),
 		cmocka_unit_test(test_kref_on_return),
+		cmocka_unit_test(test_reuse_order_after_return),
 		cmocka_unit_test(test_forward),
 		cmocka_unit_test(test_iol_on_channel),
 		cmocka_unit_test(test_read_data_on_channel),
