@@ -8,7 +8,16 @@
  *   cs_alloc   a writable buffer from the process's pool (zc_default_pool)
  *   cs_write   publishes the containers (immutable from then on), sends
  *              their slices with iol_write -- descriptors on a channel --
- *              and gives them away: their ids are dead afterwards
+ *              and gives them away: their ids are dead afterwards.  To
+ *              anything but a channel a container goes by copy
+ *              (zc_sink_copy_first_trip): given away, it is released
+ *              after its one trip, and a buffer lent to the kernel
+ *              (sendfile from the pool into a socket, vmsplice into a
+ *              pipe) must then be detached -- its pages punched out and
+ *              fresh zeroed ones faulted in by the next cs_alloc, which
+ *              on stock Linux costs several times the copy (the mixed
+ *              case (g) of docs/ipc-benchmark.md: 0.14x of write/read
+ *              lent, about 1x copied)
  *   cs_read    turns what arrives into new, read-only containers
  *
  * Mapping, honestly: on this backend a pool is mapped once per process (the
@@ -269,16 +278,20 @@ static ssize_t write_all(int fd, zc_agg *agg)
 {
 	zc_channel *ch = zc_channel_from_fd(fd);
 	size_t total = zc_agg_len(agg), done = 0;
+	zc_sink sink;
+	int err;
 
 	if (total == 0)
 		return 0;
 	if (ch) {
-		int err = zc_channel_send(ch, agg);
-
+		err = zc_channel_send(ch, agg);
 		return err ? err : (ssize_t)total;
 	}
+	if ((err = zc_sink_init(&sink, fd)))
+		return err;
+	zc_sink_copy_first_trip(&sink, 1);	/* see the top of the file */
 	while (done < total) {
-		ssize_t r = iol_write(fd, agg);
+		ssize_t r = iol_write_sink(&sink, agg);
 
 		if (r > 0) {
 			done += (size_t)r;

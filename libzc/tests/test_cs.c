@@ -328,6 +328,45 @@ static void test_socket(void **state)
 	assert_int_equal(pool_in_use(), 0);
 }
 
+/*
+ * A container given away to a socket or a pipe goes by copy: the next
+ * cs_alloc gets the same memory back at once, not detached (fresh pages),
+ * and what the reader reads later is still the first container's bytes,
+ * though the writer has overwritten that memory meanwhile.  32 KiB: above
+ * the size iol_write would otherwise lend.
+ */
+static void test_write_gives_away_by_copy(void **state)
+{
+	struct zc_pool_stats st0, st;
+	int fds[2][2], c;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds[0]), 0);
+	assert_int_equal(pipe(fds[1]), 0);
+	for (int k = 0; k < 2; k++) {
+		void *first, *again;
+
+		zc_pool_stats(zc_default_pool(), &st0);
+		c = cs_alloc(32 * KiB, &first, CS_MAPNOW);
+		assert_true(c >= 0);
+		tu_fill(first, 32 * KiB, 12, 0);
+		assert_int_equal(cs_write(fds[k][1], 1, &c, NULL, NULL, 0),
+				 32 * KiB);
+		c = cs_alloc(32 * KiB, &again, CS_MAPNOW);
+		assert_true(c >= 0);
+		assert_ptr_equal(again, first);
+		tu_fill(again, 32 * KiB, 12, 32 * KiB);
+		assert_int_equal(cs_write(fds[k][1], 1, &c, NULL, NULL, 0),
+				 32 * KiB);
+		close(fds[k][1]);
+		read_check(fds[k][0], 64 * KiB, 12, 0, 2, CS_MAPALL);
+		close(fds[k][0]);
+		zc_pool_stats(zc_default_pool(), &st);
+		assert_int_equal(st.detaches, st0.detaches);
+	}
+	assert_int_equal(pool_in_use(), 0);
+}
+
 /* A channel: descriptors, read-only containers at the receiver, and a
  * message bigger than maxcon or size is handed out over several calls. */
 static void test_channel_maxcon(void **state)
@@ -510,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_write_file),
 		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_socket),
+		cmocka_unit_test(test_write_gives_away_by_copy),
 		cmocka_unit_test(test_channel_maxcon),
 		cmocka_unit_test(test_channel_sizes),
 		cmocka_unit_test(test_pending_not_leaked),
