@@ -247,6 +247,11 @@ int zc_agg_append_mem(zc_agg *agg, const void *data, size_t len);
 int zc_agg_concat(zc_agg *dst, const zc_agg *src);
 /* Keep [0, at) in agg; move [at, len) into a new aggregate *tail. */
 int zc_agg_split(zc_agg *agg, size_t at, zc_agg **tail);
+/* Move [0, at) into a new aggregate *front; agg keeps [at, len).  The
+ * work is the front's slices only: for taking records or messages one by
+ * one off a long aggregate (zc_agg_split would copy the rest each time).
+ * On failure agg is unchanged. */
+int zc_agg_split_front(zc_agg *agg, size_t at, zc_agg **front);
 /* Keep the first `len` bytes. */
 int zc_agg_truncate(zc_agg *agg, size_t len);
 /* Drop the first `n` bytes. */

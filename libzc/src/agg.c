@@ -415,6 +415,40 @@ int zc_agg_split(zc_agg *agg, size_t at, zc_agg **tail)
 	return 0;
 }
 
+int zc_agg_split_front(zc_agg *agg, size_t at, zc_agg **front)
+{
+	size_t i, inner;
+	zc_agg *f;
+	int err;
+
+	if (!front)
+		return -EINVAL;
+	*front = NULL;
+	if (!agg)
+		return -EINVAL;
+	if (at > agg->len)
+		return -ERANGE;
+	err = zc_agg_create(&f);
+	if (err)
+		return err;
+	i = locate(agg, at, &inner);
+	for (size_t j = 0; j <= i && j < agg->n; j++) {
+		struct zc_slice_int s = agg->s[agg->head + j];
+
+		if (j == i)
+			s.len = inner;	/* the slice `at` cuts: its first part */
+		err = insert(f, &s, false);
+		if (err) {
+			zc_agg_release(f);
+			return err;
+		}
+	}
+	/* The front took its own references; now drop them from agg. */
+	zc_agg_trim_front(agg, at);
+	*front = f;
+	return 0;
+}
+
 size_t zc_agg_len(const zc_agg *agg)
 {
 	return agg ? agg->len : 0;

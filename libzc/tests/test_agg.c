@@ -241,6 +241,66 @@ static void test_split(void **state)
 	zc_buf_release(y);
 }
 
+/* split_front: every cut point of two buffers, then records taken one by
+ * one off a long aggregate, and each buffer's references balance (a slice
+ * cut in two holds one in each part). */
+static void test_split_front(void **state)
+{
+	zc_buf *x = mkbuf("abcdef"), *y = mkbuf("ghij");
+	zc_agg *a, *f;
+
+	(void)state;
+	for (size_t at = 0; at <= 10; at++) {
+		const char *all = "abcdefghij";
+		char head[16];
+
+		zc_agg_create(&a);
+		zc_agg_append_buf(a, x, 0, 6);
+		zc_agg_append_buf(a, y, 0, 4);
+		assert_int_equal(zc_agg_split_front(a, at, &f), 0);
+		snprintf(head, sizeof(head), "%.*s", (int)at, all);
+		expect(f, head);
+		expect(a, all + at);
+		assert_int_equal(zc_agg_len(f) + zc_agg_len(a), 10);
+		zc_agg_release(a);
+		zc_agg_release(f);
+	}
+	/* 40 slices, taken off three bytes at a time. */
+	zc_agg_create(&a);
+	for (int i = 0; i < 20; i++) {
+		zc_agg_append_buf(a, x, (size_t)(i % 6), 1);
+		zc_agg_append_buf(a, y, (size_t)(i % 4), 1);
+	}
+	for (int i = 0; i < 40; i += 3) {
+		char want[4] = { 0 }, got[4] = { 0 };
+		size_t n = 40 - i < 3 ? (size_t)(40 - i) : 3;
+
+		for (size_t k = 0; k < n; k++) {
+			size_t j = (size_t)i + k;
+
+			want[k] = j % 2 ? "ghij"[(j / 2) % 4] : "abcdef"[(j / 2) % 6];
+		}
+		assert_int_equal(zc_agg_split_front(a, n, &f), 0);
+		assert_int_equal(zc_agg_copyout(f, 0, got, n), (ssize_t)n);
+		assert_string_equal(got, want);
+		assert_int_equal(zc_agg_len(a), 40 - i - n);
+		zc_agg_release(f);
+	}
+	assert_int_equal(zc_agg_nslices(a), 0);
+	zc_agg_release(a);
+	assert_int_equal(atomic_load(&x->refs), 1);
+	assert_int_equal(atomic_load(&y->refs), 1);
+	zc_agg_create(&a);
+	zc_agg_append_buf(a, x, 0, 6);
+	assert_int_equal(zc_agg_split_front(a, 7, &f), -ERANGE);
+	assert_null(f);
+	assert_int_equal(zc_agg_split_front(a, 1, NULL), -EINVAL);
+	expect(a, "abcdef");
+	zc_agg_release(a);
+	zc_buf_release(x);
+	zc_buf_release(y);
+}
+
 static void test_truncate_trim(void **state)
 {
 	zc_buf *x = mkbuf("abcdef"), *y = mkbuf("ghij");
@@ -489,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_recycled_objects),
 		cmocka_unit_test(test_concat_dup),
 		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_split_front),
 		cmocka_unit_test(test_truncate_trim),
 		cmocka_unit_test(test_slice_iter),
 		cmocka_unit_test(test_map),
