@@ -516,7 +516,6 @@ static int take_record(struct fcgi_link *l, struct fcgi_header *h,
 		       zc_agg **content)
 {
 	uint8_t hb[FCGI_HEADER_LEN];
-	zc_agg *rest;
 	int err;
 
 	*content = NULL;
@@ -530,13 +529,10 @@ static int take_record(struct fcgi_link *l, struct fcgi_header *h,
 	if (zc_agg_len(l->rx) < fcgi_record_len(h))
 		return 0;
 	zc_agg_trim_front(l->rx, FCGI_HEADER_LEN);
-	if (h->content_length) {
-		err = zc_agg_split(l->rx, h->content_length, &rest);
-		if (err)
-			return err;
-		*content = l->rx;
-		l->rx = rest;
-	}
+	/* Off the front: rx may hold many records (pipelined answers). */
+	if (h->content_length &&
+	    (err = zc_agg_split_front(l->rx, h->content_length, content)))
+		return err;
 	zc_agg_trim_front(l->rx, h->padding_length);
 	return 1;
 }
@@ -605,9 +601,16 @@ static int link_read(struct fcgi_link *l)
 			}
 			if (err)
 				return err;
-			err = zc_agg_concat(l->rx, msg);
 			budget -= zc_agg_len(msg) < budget ? zc_agg_len(msg)
 							   : budget;
+			if (zc_agg_len(l->rx) == 0) {
+				/* The common case: take the message as it is
+				 * rather than copy its slices over. */
+				zc_agg_release(l->rx);
+				l->rx = msg;
+				continue;
+			}
+			err = zc_agg_concat(l->rx, msg);
 			zc_agg_release(msg);
 			if (err)
 				return err;
