@@ -406,6 +406,25 @@ ssize_t cgi_head_parse(struct cgi_head_parser *p, const char *buf, size_t len,
 	if (p->done)
 		return cgi_finish(buf, p->done, h);
 
+	/* A head that is all there within max_bytes (the usual case: one
+	 * record brings it) is parsed once, by cgi_finish, which checks every
+	 * line in order as the walk below would; find its end first. */
+	{
+		struct cgi_head_parser probe = *p;
+
+		while (http_next_line(buf, len, &probe.scanned,
+				      &probe.line_start, &s, &e) &&
+		       probe.line_start <= max_bytes) {
+			if (e == s) {
+				*p = probe;
+				p->done = probe.line_start;
+				return cgi_finish(buf, p->done, h);
+			}
+		}
+	}
+	/* Not all there, or too long: check line by line, so that a bad line
+	 * fails as soon as it is complete and the answer does not depend on
+	 * how the head arrived. */
 	while (http_next_line(buf, len, &p->scanned, &p->line_start, &s, &e)) {
 		i = p->line_start;	/* just past the line's LF */
 		if (i > max_bytes)
