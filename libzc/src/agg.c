@@ -379,74 +379,62 @@ int zc_agg_trim_front(zc_agg *agg, size_t n)
 	return 0;
 }
 
-int zc_agg_split(zc_agg *agg, size_t at, zc_agg **tail)
+/* A new aggregate of agg's bytes [from, to), with references of its own:
+ * what zc_agg_split and zc_agg_split_front move out. */
+static int part(const zc_agg *agg, size_t from, size_t to, zc_agg **out)
 {
-	size_t i, inner;
-	zc_agg *t;
-	int err;
+	size_t i, inner, left = to - from;
+	zc_agg *p;
+	int err = zc_agg_create(&p);
 
-	if (!tail)
-		return -EINVAL;
-	*tail = NULL;
-	if (!agg)
-		return -EINVAL;
-	if (at > agg->len)
-		return -ERANGE;
-	err = zc_agg_create(&t);
 	if (err)
 		return err;
-	i = locate(agg, at, &inner);
-	for (size_t j = i; j < agg->n; j++) {
-		struct zc_slice_int s = agg->s[agg->head + j];
+	i = locate(agg, from, &inner);
+	for (; left && i < agg->n; i++, inner = 0) {
+		struct zc_slice_int s = agg->s[agg->head + i];
 
-		if (j == i && inner) {
-			s.off += inner;
-			s.len -= inner;
-		}
-		err = insert(t, &s, false);
+		s.off += inner;
+		s.len -= inner;
+		if (s.len > left)
+			s.len = left;
+		left -= s.len;
+		err = insert(p, &s, false);
 		if (err) {
-			zc_agg_release(t);
+			zc_agg_release(p);
 			return err;
 		}
 	}
-	/* The tail took its own references; now cut agg at `at`. */
-	zc_agg_truncate(agg, at);
-	*tail = t;
+	*out = p;
 	return 0;
+}
+
+/* The checks both splits make; 0 if agg may be cut at `at`. */
+static int split_ok(const zc_agg *agg, size_t at, zc_agg **out)
+{
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!agg)
+		return -EINVAL;
+	return at > agg->len ? -ERANGE : 0;
+}
+
+int zc_agg_split(zc_agg *agg, size_t at, zc_agg **tail)
+{
+	int err = split_ok(agg, at, tail);
+
+	if (!err && !(err = part(agg, at, agg->len, tail)))
+		zc_agg_truncate(agg, at);	/* the tail has its references */
+	return err;
 }
 
 int zc_agg_split_front(zc_agg *agg, size_t at, zc_agg **front)
 {
-	size_t i, inner;
-	zc_agg *f;
-	int err;
+	int err = split_ok(agg, at, front);
 
-	if (!front)
-		return -EINVAL;
-	*front = NULL;
-	if (!agg)
-		return -EINVAL;
-	if (at > agg->len)
-		return -ERANGE;
-	err = zc_agg_create(&f);
-	if (err)
-		return err;
-	i = locate(agg, at, &inner);
-	for (size_t j = 0; j <= i && j < agg->n; j++) {
-		struct zc_slice_int s = agg->s[agg->head + j];
-
-		if (j == i)
-			s.len = inner;	/* the slice `at` cuts: its first part */
-		err = insert(f, &s, false);
-		if (err) {
-			zc_agg_release(f);
-			return err;
-		}
-	}
-	/* The front took its own references; now drop them from agg. */
-	zc_agg_trim_front(agg, at);
-	*front = f;
-	return 0;
+	if (!err && !(err = part(agg, 0, at, front)))
+		zc_agg_trim_front(agg, at);	/* the front has its references */
+	return err;
 }
 
 size_t zc_agg_len(const zc_agg *agg)
