@@ -15,9 +15,10 @@
  * core.  Reused last, they have left both cores' private caches by then.
  * Measured on an AMD EPYC host (docs/ipc-benchmark.md, "Reuse order"): two
  * processes moving 128 KiB blocks through a channel, both touching every
- * byte, 8.4 GB/s reusing the peer's buffer at once, 20 GB/s reusing it last;
- * a shared-memory ring does the same, 12 GB/s when its writer cycles
- * through 1 MiB, 40-55 GB/s through 2-4 MiB.
+ * byte, 7.8 GB/s reusing the peer's buffer at once, 18 GB/s reusing it
+ * last (medians of 9 runs); a shared-memory ring does the same, 12 GB/s
+ * when its writer cycles through 1 MiB, 40-55 GB/s through 2-4 MiB.  On
+ * an Intel Xeon neither order was faster.
  *
  * Recycling and the kernel: a buffer that was handed to the kernel by
  * reference (vmsplice into a pipe, sendfile from the memfd into a socket) may
