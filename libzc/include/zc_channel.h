@@ -73,6 +73,14 @@ int zc_channel_recv(zc_channel *ch, zc_agg **out);
  * Peeking again returns the same message.  Errors as zc_channel_recv. */
 int zc_channel_peek(zc_channel *ch, zc_agg **out);
 int zc_channel_set_nonblock(zc_channel *ch, int on);
+/* While fd (>= 0) is set, a blocking recv that waits for a message, or a
+ * send that waits for room to start one, returns -EINTR as soon as fd is
+ * readable (a message already there is still returned first); -1 clears
+ * it.  For a process that must stop waiting when told to: a signal
+ * handler that writes a pipe wakes the wait even if the signal came
+ * before the wait began, which EINTR alone cannot promise.  The rest of a
+ * message already started is never cut short. */
+int zc_channel_set_interrupt(zc_channel *ch, int fd);
 void zc_channel_close(zc_channel *ch);
 /* The channel registered for fd, or NULL. */
 zc_channel *zc_channel_from_fd(int fd);

@@ -66,6 +66,7 @@ static int chan_new(int sock, int socktype, zc_channel **out)
 	atomic_init(&ch->refs, 1);
 	ch->sock = sock;
 	ch->socktype = socktype;
+	ch->intr_fd = -1;
 	ch->owner_gen = zc_fork_gen();
 	ch->serial = atomic_fetch_add(&next_serial, 1);
 	ch->tx_bytes = calloc(ZC_RING_DATA_CAP, sizeof(*ch->tx_bytes));
@@ -273,6 +274,16 @@ int zc_channel_set_nonblock(zc_channel *ch, int on)
 	if (ch->closed)
 		return -EBADF;
 	ch->nonblock = on != 0;
+	return 0;
+}
+
+int zc_channel_set_interrupt(zc_channel *ch, int fd)
+{
+	if (!ch || fd < -1)
+		return -EINVAL;
+	if (ch->closed)
+		return -EBADF;
+	ch->intr_fd = fd;
 	return 0;
 }
 

@@ -98,6 +98,9 @@ struct zc_channel {
 	uint64_t tx_wait_bytes;
 	bool bells_lost;	/* doorbells were taken while a caller waited,
 				 * to reach a message behind them */
+	int intr_fd;		/* zc_channel_set_interrupt: -1, or a
+				 * descriptor whose readability ends an
+				 * interruptible blocking wait */
 	bool corked;		/* zc_channel_cork: data bells are owed */
 	bool bell_owed;		/* a corked send published data */
 

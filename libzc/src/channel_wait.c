@@ -129,7 +129,12 @@ int zc_ch_prepare_sleep(zc_channel *ch, zc_ch_ready_fn ready, unsigned want)
 int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
 	       unsigned want)
 {
-	struct pollfd p = { .fd = ch->sock, .events = POLLIN };
+	/* An interruptible wait also watches the caller's interrupt
+	 * descriptor: a signal handler that writes it cannot be lost the
+	 * way a signal that lands just before poll is. */
+	struct pollfd p[2] = { { .fd = ch->sock, .events = POLLIN },
+			       { .fd = ch->intr_fd, .events = POLLIN } };
+	nfds_t n = intr && ch->intr_fd >= 0 ? 2 : 1;
 	int r;
 
 	/* A side that waits owes its peer every wake-up first: the peer may
@@ -145,8 +150,12 @@ int zc_ch_wait(zc_channel *ch, zc_ch_ready_fn ready, bool intr,
 		r = zc_ch_prepare_sleep(ch, ready, want);
 		if (r)
 			break;
-		if (poll(&p, 1, -1) < 0 && errno == EINTR && intr)
+		if (poll(p, n, -1) < 0) {
+			if (errno == EINTR && intr)
+				r = -EINTR;
+		} else if (n == 2 && p[1].revents) {
 			r = -EINTR;
+		}
 		atomic_store_explicit(&ch->tx.shm->sleeping.v, 0,
 				      memory_order_relaxed);
 		if (r == 0)

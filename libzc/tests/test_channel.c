@@ -511,6 +511,75 @@ static void test_nonblock_recv(void **state)
 	zc_pool_release(pool);
 }
 
+static void *write_pipe_later(void *arg)
+{
+	usleep(50000);
+	(void)!write(*(int *)arg, "x", 1);
+	return NULL;
+}
+
+/* zc_channel_set_interrupt: a blocking recv or send that would wait ends
+ * with -EINTR once the descriptor is readable -- whether it was readable
+ * before the call or turns readable while the call sleeps -- and what is
+ * already there still comes first; -1 restores the plain wait. */
+static void test_interrupt_fd(void **state)
+{
+	zc_channel *a, *b;
+	zc_pool *pool;
+	zc_agg *agg, *got = NULL;
+	pthread_t tid;
+	int p[2], sent = 0, err;
+
+	(void)state;
+	assert_int_equal(zc_pool_create(4 * MiB, &pool), 0);
+	assert_int_equal(zc_channel_pair(&a, &b), 0);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(zc_channel_set_interrupt(b, p[0]), 0);
+	/* Asleep in recv, then interrupted. */
+	assert_int_equal(pthread_create(&tid, NULL, write_pipe_later, &p[1]), 0);
+	assert_int_equal(zc_channel_recv(b, &got), -EINTR);
+	assert_null(got);
+	pthread_join(tid, NULL);
+	/* Still readable: interrupted at once, the channel unharmed. */
+	assert_int_equal(zc_channel_recv(b, &got), -EINTR);
+	agg = one_buf_agg(pool, 4 * KiB, 3);
+	assert_int_equal(zc_channel_send(a, agg), 0);
+	assert_int_equal(zc_channel_recv(b, &got), 0);	/* data first */
+	check_agg(got, 4 * KiB, 3);
+	zc_agg_release(got);
+	/* A send waiting for room: nothing of the message goes. */
+	assert_int_equal(zc_channel_set_nonblock(a, 1), 0);
+	while ((err = zc_channel_send(a, agg)) == 0)
+		sent++;
+	assert_int_equal(err, -EAGAIN);
+	assert_int_equal(zc_channel_set_nonblock(a, 0), 0);
+	assert_int_equal(zc_channel_set_interrupt(a, p[0]), 0);
+	assert_int_equal(zc_channel_send(a, agg), -EINTR);
+	assert_int_equal(zc_channel_set_nonblock(b, 1), 0);
+	for (int i = 0; i < sent; i++) {
+		assert_int_equal(zc_channel_recv(b, &got), 0);
+		check_agg(got, 4 * KiB, 3);
+		zc_agg_release(got);
+	}
+	assert_int_equal(zc_channel_recv(b, &got), -EAGAIN);
+	/* Cleared: a blocking recv waits for the message again. */
+	assert_int_equal(zc_channel_set_nonblock(b, 0), 0);
+	assert_int_equal(zc_channel_set_interrupt(b, -1), 0);
+	assert_int_equal(zc_channel_send(a, agg), 0);
+	assert_int_equal(zc_channel_recv(b, &got), 0);
+	zc_agg_release(got);
+	assert_int_equal(zc_channel_set_interrupt(NULL, p[0]), -EINVAL);
+	assert_int_equal(zc_channel_set_interrupt(b, -2), -EINVAL);
+	zc_agg_release(agg);
+	zc_channel_close(a);
+	zc_channel_close(b);
+	close(p[0]);
+	close(p[1]);
+	zc_channel_reclaim(0);
+	assert_int_equal(in_use(pool), 0);
+	zc_pool_release(pool);
+}
+
 /* A channel pair in this process and a pool of `size` for its messages;
  * the ends named in `nonblock` (NB_A, NB_B) are non-blocking. */
 #define NB_A 1u
@@ -1721,6 +1790,7 @@ int main(void)
 		cmocka_unit_test(test_iol_on_channel),
 		cmocka_unit_test(test_read_data_on_channel),
 		cmocka_unit_test(test_nonblock_recv),
+		cmocka_unit_test(test_interrupt_fd),
 		cmocka_unit_test(test_nonblock_send_full),
 		cmocka_unit_test(test_nonblock_room_bell_survives_recv),
 		cmocka_unit_test(test_nonblock_data_bell_survives_send),
