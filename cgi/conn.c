@@ -159,6 +159,38 @@ static bool peer_allowed(int fd)
 	return false;
 }
 
+/* Sleep until fd is readable (0) or wake is (1); a negative errno if poll
+ * failed (-EINTR: a signal came). */
+static int wait_readable(int fd, int wake)
+{
+	struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+			       { .fd = wake, .events = POLLIN } };
+
+	if (poll(p, 2, -1) < 0)		/* a negative fd is left out */
+		return -errno;
+	return p[1].revents & POLLIN ? 1 : 0;
+}
+
+/* A listening socket left blocking could put us to sleep in accept after
+ * poll said a connection waits, if another process took it first: a
+ * sleep with nothing watching `wake`.  One check per process and socket
+ * (the flag belongs to the socket, shared with every process that
+ * accepts on it, all of which handle -EAGAIN). */
+static int make_nonblocking(int lsock)
+{
+	static _Atomic int done = -1;
+	int fl;
+
+	if (atomic_load_explicit(&done, memory_order_relaxed) == lsock)
+		return 0;
+	fl = fcntl(lsock, F_GETFL);
+	if (fl < 0 || (!(fl & O_NONBLOCK) &&
+		       fcntl(lsock, F_SETFL, fl | O_NONBLOCK) < 0))
+		return -errno;
+	atomic_store_explicit(&done, lsock, memory_order_relaxed);
+	return 0;
+}
+
 static struct zcf_conn *conn_new(int fd)
 {
 	struct zcf_conn *c = calloc(1, sizeof(*c));
@@ -169,7 +201,7 @@ static struct zcf_conn *conn_new(int fd)
 	return c;
 }
 
-int zcf_conn_accept(int lsock, struct zcf_conn **out)
+int zcf_conn_accept(int lsock, int wake, struct zcf_conn **out)
 {
 	struct zcf_conn *c;
 	unsigned char b;
@@ -177,14 +209,13 @@ int zcf_conn_accept(int lsock, struct zcf_conn **out)
 	int fd, err;
 
 	*out = NULL;
+	if ((err = make_nonblocking(lsock)))
+		return err;
 	fd = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			struct pollfd p = { .fd = lsock, .events = POLLIN };
-
-			if (poll(&p, 1, -1) < 0)
-				return -errno;
-			return -EAGAIN;
+			err = wait_readable(lsock, wake);
+			return err == 1 ? -EINTR : err ? err : -EAGAIN;
 		}
 		if (errno == ECONNABORTED || errno == EPROTO)
 			return -EAGAIN;
@@ -194,9 +225,20 @@ int zcf_conn_accept(int lsock, struct zcf_conn **out)
 		close(fd);
 		return -EAGAIN;
 	}
-	do
-		n = recv(fd, &b, 1, MSG_PEEK);
-	while (n < 0 && errno == EINTR);
+	/* The first byte tells the transport; until it comes, a stop asked
+	 * for still ends the wait. */
+	while ((n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT)) < 0 &&
+	       (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+		if (errno == EINTR)
+			continue;
+		err = wait_readable(fd, wake);
+		if (err == 1) {
+			close(fd);
+			return -EINTR;
+		}
+		if (err < 0 && err != -EINTR)
+			break;
+	}
 	if (n != 1 || (b != MSG_FCGI && b != MSG_ZC_HELLO)) {
 		close(fd);
 		return -EAGAIN;
@@ -284,14 +326,14 @@ void zcf_conn_close(struct zcf_conn *c)
 
 /* ----------------------------------------------------------------- input */
 
-static int chan_recv(struct zcf_conn *c)
+/* One message onto the input: 1, 0 at the end, or a negative errno
+ * (-EINTR included). */
+static int chan_recv_once(struct zcf_conn *c)
 {
 	zc_agg *m;
 	int err;
 
-	do
-		err = zc_channel_recv(c->ch, &m);
-	while (err == -EINTR);
+	err = zc_channel_recv(c->ch, &m);
 	if (err == -EPIPE) {
 		c->eof = true;
 		return 0;
@@ -305,6 +347,37 @@ static int chan_recv(struct zcf_conn *c)
 	err = zc_agg_concat(c->rin, m);
 	zc_agg_release(m);
 	return err ? err : 1;
+}
+
+static int chan_recv(struct zcf_conn *c)
+{
+	int err;
+
+	do
+		err = chan_recv_once(c);
+	while (err == -EINTR);
+	return err;
+}
+
+int zcf_conn_wait_input(struct zcf_conn *c, int wake)
+{
+	int err;
+
+	if (c->eof)
+		return 0;
+	if (!c->ch) {
+		if (c->rpos < c->rend)
+			return 0;
+		err = wait_readable(c->fd, wake);
+		return err == 1 ? -EINTR : err;
+	}
+	if (c->rin && zc_agg_len(c->rin) > 0)
+		return 0;
+	/* The channel's own sleep watches wake too (its spin first). */
+	zc_channel_set_interrupt(c->ch, wake);
+	err = chan_recv_once(c);
+	zc_channel_set_interrupt(c->ch, -1);
+	return err < 0 ? err : 0;
 }
 
 ssize_t zcf_conn_peek(struct zcf_conn *c, const uint8_t **p, size_t max)

@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -45,6 +46,13 @@
 #define FCGI_LISTENSOCK_FILENO 0
 
 static atomic_int shutdown_pending;
+/* A stop asked for must end a wait for the next request even when it
+ * comes after the last look at shutdown_pending and before the sleep --
+ * EINTR alone would be lost there.  So it also writes a byte to this
+ * pipe, which every such sleep polls (conn.c).  Never drained: once a
+ * stop is asked for, every wait ends.  A forked child gets a pipe of its
+ * own: a stop asked of its parent, or of a sibling, is not its own. */
+static int wake[2] = { -1, -1 };
 static int lib_initialized;
 static int is_fastcgi = -1;
 static FCGX_Request the_request;
@@ -67,8 +75,8 @@ static void shutdown_handler(int sig)
  * must not kill us when a server goes away (a handler, not SIG_IGN, so
  * that programs we exec get the default back), and SIGUSR1 and SIGTERM
  * ask for a graceful end, as with Debian's libfcgi: the request in hand
- * is finished, then FCGX_Accept_r returns -1 (no SA_RESTART: a blocked
- * accept returns at once). */
+ * is finished, then FCGX_Accept_r returns -1 -- at once if it was waiting
+ * for a connection or for the next request on one (the wake pipe). */
 static void install_handler(int sig, void (*fn)(int))
 {
 	struct sigaction sa, old;
@@ -81,8 +89,27 @@ static void install_handler(int sig, void (*fn)(int))
 	sigaction(sig, &sa, NULL);
 }
 
+static void wake_open(void)
+{
+	if (pipe2(wake, O_NONBLOCK | O_CLOEXEC) < 0)
+		wake[0] = wake[1] = -1;	/* waits as before: EINTR only */
+}
+
+static void wake_fork_child(void)
+{
+	if (wake[0] >= 0) {
+		close(wake[0]);
+		close(wake[1]);
+	}
+	wake_open();
+	if (atomic_load(&shutdown_pending))
+		FCGX_ShutdownPending();
+}
+
 static void lib_init(void)
 {
+	wake_open();
+	pthread_atfork(NULL, NULL, wake_fork_child);
 	install_handler(SIGPIPE, sigpipe_handler);
 	install_handler(SIGUSR1, shutdown_handler);
 	install_handler(SIGTERM, shutdown_handler);
@@ -121,9 +148,15 @@ int FCGX_IsCGI(void)
 	return !is_fastcgi;
 }
 
+/* Called from signal handlers: async-signal-safe. */
 void FCGX_ShutdownPending(void)
 {
+	int saved = errno;
+
 	atomic_store(&shutdown_pending, 1);
+	if (wake[1] >= 0)
+		(void)!write(wake[1], "", 1);	/* a full pipe is awake */
+	errno = saved;
 }
 
 /* "/path/to/socket", ":port" or "host:port". */
@@ -1169,7 +1202,7 @@ int FCGX_Accept_r(FCGX_Request *r)
 		if (atomic_load(&shutdown_pending))
 			return -1;
 		if (r->ipcFd < 0) {
-			err = zcf_conn_accept(r->listen_sock, &c);
+			err = zcf_conn_accept(r->listen_sock, wake[0], &c);
 			if (err == -EAGAIN)
 				continue;
 			if (err == -EINTR) {
@@ -1188,15 +1221,23 @@ int FCGX_Accept_r(FCGX_Request *r)
 			r->ipcFd = -1;
 			continue;
 		}
-		switch (start_request(r, c)) {
-		case START_OK:
-			return 0;
-		case START_AGAIN:
+		/* Asleep until the next request begins; a stop asked for
+		 * meanwhile (the wake pipe) ends the wait. */
+		err = zcf_conn_wait_input(c, wake[0]);
+		if (err == -EINTR)
 			continue;
-		default:
-			zcf_conn_close(c);
-			r->ipcFd = -1;
+		if (err == 0) {
+			switch (start_request(r, c)) {
+			case START_OK:
+				return 0;
+			case START_AGAIN:
+				continue;
+			default:
+				break;
+			}
 		}
+		zcf_conn_close(c);
+		r->ipcFd = -1;
 	}
 }
 

@@ -90,9 +90,15 @@ struct zcf_conn {
 
 /* Accept one connection from the listening socket and tell its transport
  * by the first byte (0x01 standard, 0xC1 channel).  0 and *out, or a
- * negative errno (-EINTR: a signal; -EAGAIN: a connection that closed
- * or spoke something else, accept again). */
-int zcf_conn_accept(int lsock, struct zcf_conn **out);
+ * negative errno (-EINTR: a signal, or `wake` turned readable; -EAGAIN:
+ * nothing yet, or a connection that closed or spoke something else:
+ * accept again).  The listening socket is made non-blocking: every sleep
+ * is a poll that also watches `wake` (-1: none). */
+int zcf_conn_accept(int lsock, int wake, struct zcf_conn **out);
+/* Sleep until the connection has input for the next request (0; also at
+ * its end), or `wake` turns readable (-EINTR, as for a signal); another
+ * negative errno if the connection failed. */
+int zcf_conn_wait_input(struct zcf_conn *c, int wake);
 void zcf_conn_close(struct zcf_conn *c);
 /* The connection registered for a request's ipcFd (NULL: none). */
 struct zcf_conn *zcf_conn_get(int fd);

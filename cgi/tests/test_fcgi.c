@@ -52,8 +52,10 @@ static const char *env_or_fail(const char *name)
 	return v;
 }
 
-static void app_start(struct app *a, enum mode m, const char *which,
-		      const char *extra)
+/* Start the app listening on a new socket; preload: an object for
+ * LD_PRELOAD, or NULL. */
+static void app_spawn(struct app *a, enum mode m, const char *which,
+		      const char *extra, const char *preload)
 {
 	static int n;
 	const char *prog = env_or_fail(which);
@@ -79,10 +81,27 @@ static void app_start(struct app *a, enum mode m, const char *which,
 			unsetenv("LD_LIBRARY_PATH");
 		else
 			setenv("LD_LIBRARY_PATH", libdir, 1);
+		if (preload) {
+			/* Before an ASan build's runtime: harmless, the
+			 * object replaces nothing the runtime does. */
+			const char *o = getenv("ASAN_OPTIONS");
+			char opts[512];
+
+			snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0",
+				 o ? o : "", o && *o ? ":" : "");
+			setenv("ASAN_OPTIONS", opts, 1);
+			setenv("LD_PRELOAD", preload, 1);
+		}
 		execl(prog, prog, listen, extra, (char *)NULL);
 		_exit(127);
 	}
 	running = a->pid;
+}
+
+static void app_start(struct app *a, enum mode m, const char *which,
+		      const char *extra)
+{
+	app_spawn(a, m, which, extra, NULL);
 	/* Wait until it listens (or died). */
 	for (;;) {
 		struct fcl c;
@@ -97,19 +116,43 @@ static void app_start(struct app *a, enum mode m, const char *which,
 	}
 }
 
+/* The app ended as a graceful stop ends it: exit 0, or our SIGTERM (both
+ * libraries end gracefully on it), not a crash or a sanitizer. */
+static void expect_stopped(int st)
+{
+	running = -1;
+	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) &&
+	    !(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM))
+		fail_msg("the app ended with status %#x", st);
+}
+
 static void app_stop(struct app *a)
 {
 	int st;
 
 	kill(a->pid, SIGTERM);
 	assert_int_equal(waitpid(a->pid, &st, 0), a->pid);
-	running = -1;
-	/* Stopped by our signal (both libraries end gracefully on SIGTERM),
-	 * not by a crash or a sanitizer. */
-	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) &&
-	    !(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM))
-		fail_msg("the app ended with status %#x", st);
+	expect_stopped(st);
 	unlink(a->sock);
+}
+
+/* The app ends by itself within a few seconds (a failed test leaves it to
+ * teardown). */
+static void app_gone(struct app *a)
+{
+	for (int ms = 0; ms < 10000; ms += 5) {
+		int st;
+		pid_t p = waitpid(a->pid, &st, WNOHANG);
+
+		assert_true(p >= 0);
+		if (p == a->pid) {
+			expect_stopped(st);
+			unlink(a->sock);
+			return;
+		}
+		usleep(5000);
+	}
+	fail_msg("the app did not end within 10 s of SIGTERM");
 }
 
 static void conn(struct app *a, struct fcl *c)
@@ -440,6 +483,44 @@ static void test_status(enum mode m)
 ON_ALL(test_status)
 
 
+/* ------------------------------------------------------- graceful stop */
+
+/* SIGTERM while the app waits for the next request on a kept connection:
+ * it ends now, not when the server closes the connection (the request in
+ * hand is all a graceful stop waits for). */
+static void test_term_idle(enum mode m)
+{
+	const char *env[] = { "REQUEST_METHOD=GET", NULL };
+	struct fcl_resp r = { 0 };
+	struct app a;
+	struct fcl c;
+
+	app_start(&a, m, "ZCECHO", NULL);
+	conn(&a, &c);
+	assert_int_equal(fcl_request(&c, 1, true, env, NULL, 0, &r), 0);
+	echo_expect(&r, NULL, 0, "", "GET");
+	fcl_resp_free(&r);
+	usleep(20000);	/* most likely asleep by now; it must end either way */
+	kill(a.pid, SIGTERM);
+	app_gone(&a);
+	fcl_close(&c);
+}
+ON_OURS(test_term_idle)
+
+/* SIGTERM after the library looked for a pending stop and before it slept
+ * in accept (raise_before_accept.c puts it exactly there): the app ends
+ * all the same, with no connection coming to wake it. */
+static void test_term_before_accept(void **state)
+{
+	struct app a;
+
+	(void)state;
+	app_spawn(&a, OURS_STD, "ZCECHO", NULL,
+		  env_or_fail("RAISE_BEFORE_ACCEPT"));
+	app_gone(&a);
+}
+
+
 /* ------------------------------------------------- protocol behaviour */
 
 static const char *const post_env[] = { "REQUEST_METHOD=POST",
@@ -744,6 +825,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_status_deb, teardown),
 		cmocka_unit_test_teardown(test_status_std, teardown),
 		cmocka_unit_test_teardown(test_status_zc, teardown),
+		cmocka_unit_test_teardown(test_term_idle_std, teardown),
+		cmocka_unit_test_teardown(test_term_idle_zc, teardown),
+		cmocka_unit_test_teardown(test_term_before_accept, teardown),
 		cmocka_unit_test_teardown(test_abort_std, teardown),
 		cmocka_unit_test_teardown(test_abort_zc, teardown),
 		cmocka_unit_test_teardown(test_peer_dies_std, teardown),
