@@ -35,6 +35,11 @@ total_pass=0
 total_fail=0
 total_skip=0
 summaries=()
+# What failed, named, with the last lines of a failed program's output:
+# printed again just above the summary, so the tail of a CI log says which
+# test failed and how, not only how many.
+failures=$(mktemp)
+trap 'rm -f "$failures"' EXIT
 
 record() { # suite pass fail [skip]
 	local skip=${4:-0}
@@ -68,34 +73,46 @@ run_meson_suite() { # suite-name flavour builddir
 	# cases as passed and the rest it ran as failed, at least one.  No log
 	# (meson test did not run) is one failed test.
 	local counts pass failed
-	counts=$(python3 - "$logs/testlog.json" "$logs/testlog.junit.xml" <<'PY'
-import json, sys, xml.etree.ElementTree as ET
-jlog, junit = sys.argv[1:3]
+	counts=$(python3 - "$logs/testlog.json" "$logs/testlog.junit.xml" "$suite" 3>&1 >>"$failures" <<'PY'
+import json, os, sys, xml.etree.ElementTree as ET
+jlog, junit, suite = sys.argv[1:4]
+counts = os.fdopen(3, "w")
 cases = {}
 try:
     for su in ET.parse(junit).getroot().iter("testsuite"):
         cases[su.get("name", "")] = [
-            "skip" if c.find("skipped") is not None else
-            "fail" if c.find("failure") is not None or c.find("error") is not None else
-            "ok" for c in su.findall("testcase")]
+            ("skip" if c.find("skipped") is not None else
+             "fail" if c.find("failure") is not None or c.find("error") is not None else
+             "ok", c.get("name", "")) for c in su.findall("testcase")]
 except (OSError, ET.ParseError):
     pass
 try:
     tests = [json.loads(l) for l in open(jlog) if l.strip()]
 except (OSError, ValueError):
-    print(0, 1)
+    print(f"{suite}: no meson test log")
+    print(0, 1, file=counts)
     sys.exit()
 p = f = 0
 for t in tests:
     c = next((v for k, v in cases.items() if k.endswith("." + t["name"])), [])
-    passed = c.count("ok")
-    ran = len(c) - c.count("skip")
+    res = [r for r, _ in c]
+    passed = res.count("ok")
+    ran = len(res) - res.count("skip")
     if t["result"] in ("OK", "EXPECTEDFAIL"):
         p += passed if c else 1
-    else:
-        p += passed
-        f += max(ran - passed, 1)
-print(p, f)
+        continue
+    p += passed
+    f += max(ran - passed, 1)
+    # Named on stdout (appended to the failures list): the program, how it
+    # ended, its cases that did not pass, the last lines it printed.
+    print(f"{suite}: {t['name']} {t['result']} after {t.get('duration', 0):.0f} s, "
+          f"{passed} of its cases passed")
+    for r, n in c:
+        if r != "ok":
+            print(f"  {r}: {n}")
+    for line in (t.get("stdout") or "").splitlines()[-15:]:
+        print(f"  | {line[:200]}")
+print(p, f, file=counts)
 PY
 	) || counts="0 1"
 	set -- $counts
@@ -132,6 +149,7 @@ run_bats_suite() {
 	pass=$(grep -cE '^ok [0-9]+' "$log")
 	pass=$((pass - skip))
 	fail=$(grep -cE '^not ok [0-9]+' "$log")
+	grep -E '^not ok [0-9]+' "$log" | sed "s/^/$suite: /" >>"$failures"
 	rm -f "$log"
 	if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
 		echo "$suite: exited $rc without a failed test"
@@ -159,15 +177,24 @@ run_pytest_suite() {
 		return
 	fi
 	# passed failed skipped from the JUnit XML (errors count as failed).
-	counts=$(.venv/bin/python - "$xml" <<'PY' 2>/dev/null
+	counts=$(.venv/bin/python - "$xml" "$failures" <<'PY' 2>/dev/null
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
 t = f = s = 0
-for su in suites:
-    t += int(su.get("tests", 0))
-    f += int(su.get("failures", 0)) + int(su.get("errors", 0))
-    s += int(su.get("skipped", 0))
+with open(sys.argv[2], "a") as named:
+    for su in suites:
+        t += int(su.get("tests", 0))
+        f += int(su.get("failures", 0)) + int(su.get("errors", 0))
+        s += int(su.get("skipped", 0))
+        for c in su.iter("testcase"):
+            bad = c.find("failure")
+            if bad is None:
+                bad = c.find("error")
+            if bad is not None:
+                msg = (bad.get("message") or "").splitlines()[:1]
+                print(f"pytest: {c.get('classname')}::{c.get('name')}",
+                      *[m[:200] for m in msg], file=named)
 print(t - f - s, f, s)
 PY
 	) || counts="0 0 0"
@@ -195,6 +222,7 @@ run_kernel_suite() {
 	# PASS/FAIL line (the test programs' cases plus the dmesg check).
 	# No line -- build failure, hang, panic -- is one failed test.
 	result=$(grep -E '^GUEST-RESULT: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+	grep -E '^FAIL ' "$log" | sed 's/^/kernel: /' >>"$failures"
 	rm -f "$log"
 	if [ -z "$result" ]; then
 		echo "kernel: no GUEST-RESULT line (make exited $rc)"
@@ -238,6 +266,10 @@ ZCTEE=$PWD/build-asan/preload/zctee ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 run_pytest_suite
 run_kernel_suite
 
+if [ -s "$failures" ]; then
+	banner "failed"
+	head -n 120 "$failures"
+fi
 banner "summary"
 for s in "${summaries[@]}"; do echo "$s"; done
 if [ "$total_skip" -gt 0 ]; then
