@@ -175,20 +175,22 @@ static int wait_readable(int fd, int wake)
  * poll said a connection waits, if another process took it first: a
  * sleep with nothing watching `wake`.  One check per process and socket
  * (the flag belongs to the socket, shared with every process that
- * accepts on it, all of which handle -EAGAIN). */
-static int make_nonblocking(int lsock)
+ * accepts on it, all of which handle -EAGAIN); only a listening socket
+ * is touched -- a CGI's fd 0 is somebody's pipe or terminal. */
+static void make_nonblocking(int lsock)
 {
 	static _Atomic int done = -1;
-	int fl;
+	socklen_t len = sizeof(int);
+	int fl, on = 0;
 
 	if (atomic_load_explicit(&done, memory_order_relaxed) == lsock)
-		return 0;
-	fl = fcntl(lsock, F_GETFL);
-	if (fl < 0 || (!(fl & O_NONBLOCK) &&
-		       fcntl(lsock, F_SETFL, fl | O_NONBLOCK) < 0))
-		return -errno;
+		return;
+	if (getsockopt(lsock, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0 ||
+	    !on || (fl = fcntl(lsock, F_GETFL)) < 0)
+		return;		/* accept will say what is wrong */
+	if (!(fl & O_NONBLOCK) && fcntl(lsock, F_SETFL, fl | O_NONBLOCK) < 0)
+		return;
 	atomic_store_explicit(&done, lsock, memory_order_relaxed);
-	return 0;
 }
 
 static struct zcf_conn *conn_new(int fd)
@@ -209,8 +211,7 @@ int zcf_conn_accept(int lsock, int wake, struct zcf_conn **out)
 	int fd, err;
 
 	*out = NULL;
-	if ((err = make_nonblocking(lsock)))
-		return err;
+	make_nonblocking(lsock);
 	fd = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK) {
