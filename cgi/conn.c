@@ -364,16 +364,12 @@ int zcf_conn_wait_input(struct zcf_conn *c, int wake)
 {
 	int err;
 
-	if (c->eof)
+	if (c->eof || zcf_conn_buffered(c) > 0)
 		return 0;
 	if (!c->ch) {
-		if (c->rpos < c->rend)
-			return 0;
 		err = wait_readable(c->fd, wake);
 		return err == 1 ? -EINTR : err;
 	}
-	if (c->rin && zc_agg_len(c->rin) > 0)
-		return 0;
 	/* The channel's own sleep watches wake too (its spin first). */
 	zc_channel_set_interrupt(c->ch, wake);
 	err = chan_recv_once(c);

@@ -1226,18 +1226,15 @@ int FCGX_Accept_r(FCGX_Request *r)
 		err = zcf_conn_wait_input(c, wake[0]);
 		if (err == -EINTR)
 			continue;
-		if (err == 0) {
-			switch (start_request(r, c)) {
-			case START_OK:
-				return 0;
-			case START_AGAIN:
-				continue;
-			default:
-				break;
-			}
+		switch (err ? START_CLOSE : start_request(r, c)) {
+		case START_OK:
+			return 0;
+		case START_AGAIN:
+			continue;
+		default:
+			zcf_conn_close(c);
+			r->ipcFd = -1;
 		}
-		zcf_conn_close(c);
-		r->ipcFd = -1;
 	}
 }
 
