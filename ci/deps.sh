@@ -37,6 +37,10 @@ DEB_PACKAGES=(
 	libnghttp2-dev nghttp2-client
 	# tests/helpers/h2client.py (the HTTP/2 abuse tests): frames and HPACK
 	python3-h2
+	# zchttpd --proxy: HAProxy, the peer of zcbench proxy; Node's http
+	# module, an upstream of tests/proxy.bats (gunicorn and websockets come
+	# from requirements.txt, Go's net/http from the Go below)
+	haproxy nodejs
 )
 
 SUDO=()
