@@ -6,6 +6,7 @@ Modules, one job each:
   wrk      run wrk and parse what it prints
   report   medians, ratios, CSV/JSON, PNG figures, text tables
   static   `zcbench static`: the IO-Lite Figure 3/4 experiment
+  proxy    `zcbench proxy`: reverse proxies in front of one origin, and their floor
   load     `zcbench load`: 10,000 idle connections and slowloris
   syscalls `zcbench syscalls`: strace -c of each server's worker, per request
   cli      argument parsing and the subcommands (also `report`: redo figures)

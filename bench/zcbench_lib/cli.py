@@ -1,4 +1,4 @@
-"""zcbench's command line: `zcbench ipc|static|fastcgi|replay|preload|load|mach|streamline|cs-ipc ...`.
+"""zcbench's command line: `zcbench ipc|static|fastcgi|proxy|replay|preload|load|mach|streamline|cs-ipc ...`.
 
 Exit status: 0 success, 1 the benchmark failed (a server did not start, wrk
 errors above the threshold, a load check failed), 2 bad usage.
@@ -262,11 +262,53 @@ def build_parser():
     rpl.add_argument("--no-plot", action="store_true", help="skip the PNG figure")
     rpl.add_argument("--no-pin", dest="pin", action="store_false",
                      help="do not pin the servers and wrk to separate CPUs")
+    from . import proxy as px
+    pr = sub.add_parser(
+        "proxy", help="reverse proxies: zchttpd vs nginx, HAProxy, h2o and the floor of a proxy, "
+                      "in front of one origin",
+        description="Put zchttpd (--proxy), nginx (proxy_pass, upstream keepalive), HAProxy "
+                    "(http-reuse always; and haproxy-splice: option splice-auto), h2o "
+                    "(proxy.reverse.url) and the relay floor (bench/floor/zcrelay.c: splice both "
+                    "ways, no HTTP) in front of one origin (nginx serving the generated files, on "
+                    "the client CPU with wrk, no budget); measure each, and the origin and zchttpd "
+                    "serving the files themselves (origin-direct, zchttpd-direct), in a cgroup "
+                    "with a CPU quota of --budget on the last CPU; interleaved runs; a run where "
+                    "wrk and the origin used more than 80 percent of the client CPU is marked "
+                    "client-bound and left out of the medians.  Print medians, ratios to the "
+                    "fastest peer, the relay and zchttpd-direct, and the issue's bars; write "
+                    "results.csv/summary.csv/results.json, the configs and proxy-<mode>.png "
+                    "into --out (docs/bench-proxy.md).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    pr.add_argument("--servers", type=_list(px.NAMES), default=px.DEFAULT_SERVERS,
+                    help="what to measure: the proxies (relay: the floor) and the direct references")
+    pr.add_argument("--budget", "--server-cpu", dest="server_cpu", type=_fraction, default="0.5",
+                    help="CPU budget of every proxy and direct reference per core it runs on, a "
+                         "fraction of one CPU (cgroup quota); 0: no quota")
+    pr.add_argument("--sizes", type=_sizes, default=px.DEFAULT_SIZES, help="body sizes (k = 1024 bytes)")
+    pr.add_argument("--modes", type=_list(("keepalive", "close")), default="keepalive,close",
+                    help="keepalive: persistent client connections; close: one request per "
+                         "client connection (upstream connections are the proxy's business)")
+    pr.add_argument("--runs", type=_positive, default=5, help="interleaved repetitions (median reported)")
+    pr.add_argument("--duration", type=_duration, default="5s", help="wrk duration per point")
+    pr.add_argument("--connections", type=_positive, default=50, help="wrk connections (-c)")
+    pr.add_argument("--workers", type=_positive, default=1, help="workers of every proxy")
+    pr.add_argument("--origin", choices=px.ORIGINS, default="nginx",
+                    help="the origin: nginx serving the files, or zcfloor's canned responses "
+                         "(cheaper per request: more room for wrk on the client CPU)")
+    pr.add_argument("--nginx-keepalive", type=_positive, default=px.UPSTREAM_KEEPALIVE,
+                    help="nginx's upstream `keepalive` (idle upstream connections kept per worker)")
+    pr.add_argument("--origin-workers", type=_positive, default=None,
+                    help="origin workers (default: one per client CPU)")
+    pr.add_argument("--out", default=None, help="result directory (default build/bench/proxy-<timestamp>)")
+    pr.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    pr.add_argument("--no-plot", action="store_true", help="skip the PNG figures")
+    pr.add_argument("--no-pin", dest="pin", action="store_false",
+                    help="do not pin the proxies and wrk to separate CPUs")
     from .papers_cli import add_parsers as add_paper_parsers
     from .preload_cli import parse_size
     papers = add_paper_parsers(sub, _positive, parse_size)
     p.commands = {"static": s, "load": ld, "report": rp, "syscalls": sc, "pool": po, "preload": pre,
-                  "fastcgi": fc, "replay": rpl, **papers}
+                  "fastcgi": fc, "replay": rpl, "proxy": pr, **papers}
     return p
 
 
@@ -319,6 +361,36 @@ def cmd_static(a):
         print(text)
     print(f"zcbench: results in {a.out}" + (f" ({', '.join(os.path.basename(f) for f in figs)})"
                                              if figs else ""), file=sys.stderr)
+    for msg in problems:
+        print(f"zcbench: errors: {msg}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_proxy(a):
+    from . import proxy
+    a.duration_s = a.duration
+    if a.out is None:
+        a.out = os.path.join(build_dir(), "bench", "proxy-" + time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(a.out, exist_ok=True)
+    meta, rows, summary, ratios, problems = proxy.run(a)
+    proxy.write_all(a.out, meta, rows, summary, ratios)
+    try:
+        text, figs = proxy.present(a.out, meta, rows, summary, plot=not a.no_plot)
+    except ImportError:
+        print("zcbench: matplotlib missing (run ci/deps.sh): no PNG figures", file=sys.stderr)
+        text, figs = proxy.present(a.out, meta, rows, summary, plot=False)
+    if a.json:
+        json.dump({"summary": summary, "problems": problems, "out": a.out,
+                   "bars": proxy.bars(summary), "not_started": meta["not_started"],
+                   "warnings": proxy.warnings(rows), "budget": meta.get("budget")},
+                  sys.stdout, indent=1)
+        print()
+    else:
+        print(text)
+    print(f"zcbench: results in {a.out}" + (f" ({', '.join(os.path.basename(f) for f in figs)})"
+                                             if figs else ""), file=sys.stderr)
+    for msg in proxy.warnings(rows):
+        print(f"zcbench: warning: {msg}", file=sys.stderr)
     for msg in problems:
         print(f"zcbench: errors: {msg}", file=sys.stderr)
     return 1 if problems else 0
@@ -409,6 +481,9 @@ def cmd_report(a):
     if data.get("meta", {}).get("benchmark") == "preload":
         from . import preload_cli
         return preload_cli.cmd_report(data, out)
+    if data.get("meta", {}).get("benchmark") == "proxy":
+        from . import proxy
+        return proxy.cmd_report(data, out)
     from . import static
     rows = data["runs"]
     servers = [s for s in SERVERS if any(r["server"] == s for r in rows)]
@@ -489,6 +564,8 @@ def main(argv=None):
             return cmd_fastcgi(a)
         if a.cmd == "replay":
             return cmd_replay(a)
+        if a.cmd == "proxy":
+            return cmd_proxy(a)
         if a.cmd == "preload":
             from . import preload_cli
             return preload_cli.cmd_preload(a)

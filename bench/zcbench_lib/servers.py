@@ -87,7 +87,8 @@ def speaks_http2(name):
     """Can `--protocol h2|h2c` measure this server?  A variant speaks what
     its kind speaks (zchttpd-copy is zchttpd with other cache options)."""
     return VARIANTS.get(name, (name, []))[0] in H2_KINDS
-PRIVATE_NAMES = {"zchttpd": "zc_httpd", "floor": "zc_floor", "h2floor": "zc_h2floor"}   # see Server._private
+PRIVATE_NAMES = {"zchttpd": "zc_httpd", "floor": "zc_floor", "h2floor": "zc_h2floor",
+                 "relay": "zc_relay"}   # see Server._private
 
 
 class ServerError(RuntimeError):
@@ -133,9 +134,10 @@ def nginx_tls_directives(crt, key):
 
 
 def nginx_config(port, docroot, workers, prefix, as_root=False, worker_connections=4096, locations="",
-                 tls=None, http2=False):
+                 tls=None, http2=False, http_extra=""):
     """nginx.conf text.  prefix is the directory for pid, logs and temp files;
     locations: more directives for the server block (zcbench fastcgi's);
+    http_extra: more for the http block (zcbench proxy's upstream block);
     tls: (certificate, key) to listen with HTTPS; http2: the port speaks
     HTTP/2 (h2 by ALPN with tls, else h2c alone: nginx 1.22's syntax)."""
     user = "user root;\n" if as_root else ""
@@ -173,7 +175,7 @@ http {{
     fastcgi_temp_path {prefix}/fastcgi;
     uwsgi_temp_path {prefix}/uwsgi;
     scgi_temp_path {prefix}/scgi;
-
+{http_extra}
     server {{
         listen 127.0.0.1:{port}{ssl};
         server_name localhost;

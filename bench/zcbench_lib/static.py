@@ -137,7 +137,8 @@ def run_one(srv, path, mode, connections, duration_s, client_cpus=None, threads=
     return row
 
 
-def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr, threads=1, tag=""):
+def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr, threads=1, tag="",
+          observe=None):
     """The measurement loop shared by `zcbench static` and `zcbench fastcgi`:
     start(name) every server (or configuration), then
 
@@ -150,7 +151,10 @@ def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr, thread
     An interrupted or failed run writes what it measured to
     results-partial.json.  Every server is stopped at the end.  Returns
     (rows, problems).  threads: wrk's (-t); tag: what the progress lines
-    say before each point (the worker count)."""
+    say before each point (the worker count); observe: called before each
+    point, returns a function that is given the point's row (server, size,
+    mode and run filled in) to add what else was watched around it (`zcbench
+    proxy`: the origin's CPU)."""
     started, rows, problems = [], [], []
     meta.setdefault("restarts", [])
     total = 0
@@ -196,13 +200,18 @@ def drive(opts, names, start, path_of, client_cpus, meta, log=sys.stderr, thread
                         i += 1
                         print(f"[{i}/{total}] {tag}run {run_no}/{opts.runs} size {label} {mode} {srv.name} ... ",
                               end="", file=log, flush=True)
+                        watched = observe() if observe else None
                         srv, row = measured(srv, j, order, path_of(srv, size), mode,
                                             {"run": run_no, "size": size, "mode": mode, "point": i})
                         row.update(run=run_no, size=size, size_label=label, mode=mode, server=srv.name,
                                    loadavg1=os.getloadavg()[0])
+                        if watched:
+                            watched(row)
                         rows.append(row)
-                        note = "  (client-bound: wrk at {:.0%} of {} core(s))".format(
-                            row["client_cpu_util"], threads) if row["client_bound"] else ""
+                        who, util = (("wrk + origin", row["client_side_util"]) if "client_side_util" in row
+                                     else ("wrk", row["client_cpu_util"]))
+                        note = "  (client-bound: {} at {:.0%} of {} core(s))".format(
+                            who, util, threads) if row["client_bound"] else ""
                         if row["requests"] == 0 or row["errors"] > ERROR_FRACTION * row["requests"]:
                             msg = (f"{srv.name} {label} {mode} run {run_no}: {row['errors']} errors "
                                    f"({row['socket_errors']} socket, {row['non_2xx_3xx']} status>399) "
