@@ -17,6 +17,8 @@
  *   connect        it: one setsockopt per connection)
  *   epoll_ctl      both sockets, edge-triggered, EPOLLIN|EPOLLOUT|EPOLLRDHUP
  *   splice         src -> pipe, pipe -> dst, each direction, until EAGAIN
+ *                  (the direction that reads the socket an event names;
+ *                  the one that writes it only if it has bytes waiting)
  *
  * Pipes come from a pool: a pipe that was drained when its connection ended
  * is kept for the next one (as HAProxy keeps its splice pipes), so a
@@ -197,12 +199,36 @@ static int pump(struct dir *d)
 	}
 }
 
-static void relay_run(struct relay *r)
+static void relay_done(struct relay *r)
 {
+	if (r->d[0].shut && r->d[1].shut)
+		relay_close(r);
+}
+
+/* An event on one socket of a relay.  epoll reports the socket's whole
+ * readiness (a readable socket is nearly always writable too), so the
+ * direction that writes to it is pumped only when its pipe holds bytes,
+ * i.e. when it waits for this socket's room; the direction that reads it
+ * whenever it is readable or failed.  Nothing else can have changed: a
+ * direction waiting for its source learns of it from the source's own
+ * edge. */
+static void relay_event(struct end *e, unsigned ev)
+{
+	struct relay *r = e->r;
+	int side = (int)(e - r->end);		/* 0 client, 1 upstream */
+	struct dir *reads = &r->d[side], *writes = &r->d[1 - side];
+
 	if (r->dead)
 		return;
-	if (pump(&r->d[0]) < 0 || pump(&r->d[1]) < 0 || (r->d[0].shut && r->d[1].shut))
+	if ((ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && pump(reads) < 0) {
 		relay_close(r);
+		return;
+	}
+	if ((ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) && writes->pending && pump(writes) < 0) {
+		relay_close(r);
+		return;
+	}
+	relay_done(r);
 }
 
 static int watch(struct end *e)
@@ -239,7 +265,11 @@ static void relay_open(int cfd)
 	r->d[0].dst = r->d[1].src = ufd;
 	if (watch(&r->end[0]) < 0 || watch(&r->end[1]) < 0)
 		goto fail;
-	relay_run(r);		/* the request is usually there already */
+	/* The request is usually there already (TCP_DEFER_ACCEPT); what the
+	 * upstream cannot take yet (still connecting) waits in the pipe for
+	 * its EPOLLOUT. */
+	if (pump(&r->d[0]) < 0)
+		relay_close(r);
 	return;
 fail:
 	if (r) {
@@ -288,8 +318,7 @@ static void serve(int lfd)
 			if (!end)
 				accept_some(lfd);
 			else
-				relay_run(end->r);	/* both directions: an edge on
-							 * one socket may unblock either */
+				relay_event(end, evs[i].events);
 		}
 		while (dead) {
 			struct relay *r = dead;
