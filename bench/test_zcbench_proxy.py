@@ -466,6 +466,8 @@ def test_run_goes_on_without_a_server_that_does_not_start(monkeypatch, tmp_path)
     assert [r["origin_conns"] for r in rows] == [7, 7] and rows[0]["origin_conns_per_req"] == 7 / 5000
     assert rows[0]["path"] == "/file-1k.bin"
     assert meta["benchmark"] == "proxy" and meta["origin"] == "nginx"
+    assert (tmp_path / "configs" / "commands.txt").read_text().splitlines() == [
+        "origin: origin", "nginx: nginx", "relay: relay"]
     text, _ = proxy.present(str(tmp_path), meta, rows, summary, plot=False)
     assert "| 1k | zchttpd | did not start |" in text
     assert "zchttpd did not start: zchttpd exited with 2 at start:" in text

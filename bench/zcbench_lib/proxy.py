@@ -763,6 +763,7 @@ def run(opts, log=sys.stderr):
         if origin is not None:
             origin.stop()
         static.save_configs(tmp, opts.out, list(opts.servers) + ["origin"], ("haproxy.cfg",))
+        save_commands(opts.out, meta.get("commands") or {})
         shutil.rmtree(tmp, ignore_errors=True)
     meta, rows, _, _, problems = static.finish(meta, rows, problems, REFERENCE, log)
     summary, ratios = summarize(rows)
@@ -788,6 +789,15 @@ def start_failure(message, log_path=None):
         if any(w in line.lower() for w in _WHY):
             return line if line == first else f"{first} {line}"
     return first
+
+
+def save_commands(out, commands):
+    """configs/commands.txt: every server's command line (zchttpd's and the
+    relay's are their whole configuration)."""
+    if commands:
+        os.makedirs(os.path.join(out, "configs"), exist_ok=True)
+        with open(os.path.join(out, "configs", "commands.txt"), "w") as f:
+            f.writelines(f"{name}: {cmd}\n" for name, cmd in commands.items())
 
 
 def origin_accepts(origin, kind):
