@@ -18,6 +18,9 @@
  *   aggregate  an ordered list of slices; a slice is a part of a buffer or an
  *              extent of a file that has not been read at all.  Aggregates
  *              are mutable and cheap: every operation is pointer work.
+ *   pipe       a kernel pipe where bytes wait on their way from one socket
+ *              to another (a proxy's bodies): a pipe slice names them
+ *              without their ever entering user memory.
  *   container  Container Shipping's unit of move semantics (zc_cs.h).
  *   channel    two processes joined by a UNIX socket plus shared pools:
  *              transfers carry descriptors, never bytes (zc_channel.h).
@@ -205,16 +208,27 @@ int zc_file_map(zc_file *file);
 
 typedef struct zc_agg zc_agg;
 
-enum zc_slice_kind { ZC_SLICE_BUF = 1, ZC_SLICE_FILE = 2, ZC_SLICE_MEM = 3 };
+typedef struct zc_pipe zc_pipe;	/* below, "pipes" */
+
+enum zc_slice_kind {
+	ZC_SLICE_BUF = 1,
+	ZC_SLICE_FILE = 2,
+	ZC_SLICE_MEM = 3,
+	ZC_SLICE_PIPE = 4,	/* bytes waiting in a zc_pipe (iol_splice_in) */
+};
 
 /* One slice as seen by zc_agg_slice(): borrowed pointers, valid while the
- * aggregate is unchanged. */
+ * aggregate is unchanged.  Only the pointer of the slice's kind is set. */
 struct zc_slice {
 	enum zc_slice_kind kind;
 	zc_buf *buf;		/* ZC_SLICE_BUF */
 	zc_file *file;		/* ZC_SLICE_FILE */
 	const void *mem;	/* ZC_SLICE_MEM: borrowed memory */
-	uint64_t off;		/* offset in the buffer, file or memory */
+	zc_pipe *pipe;		/* ZC_SLICE_PIPE */
+	uint64_t off;		/* offset in the buffer, file or memory; for a
+				 * pipe, the position in the pipe's stream
+				 * (counted from the first byte ever spliced
+				 * in) */
 	size_t len;
 };
 
@@ -264,15 +278,82 @@ int zc_agg_slice(const zc_agg *agg, size_t i, struct zc_slice *out);
 
 /* Copy bytes [off, off+len) out (files are read with pread).  Returns the
  * number copied (short only at the end of the aggregate), -ESTALE if a file
- * slice no longer has its data. */
+ * slice no longer has its data, -EINVAL (nothing copied) if the range
+ * touches a pipe slice: reading a pipe's bytes consumes them, and they
+ * would then be gone for iol_write. */
 ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len);
 
 /* A contiguous read-only view of the whole aggregate, built only when asked:
  * one buffer slice is returned in place; anything else is gathered into one
  * new buffer from `pool` (NULL = default) that then replaces the slices, so
  * a second call costs nothing.  The view lives until the aggregate changes
- * or is released.  An empty aggregate gives a non-NULL pointer and *len 0. */
+ * or is released.  An empty aggregate gives a non-NULL pointer and *len 0.
+ * -EINVAL for an aggregate with a pipe slice (as zc_agg_copyout). */
 int zc_agg_map(zc_agg *agg, zc_pool *pool, const void **data, size_t *len);
+
+/* ------------------------------------------------------------------ pipes */
+
+/*
+ * A pipe slice names stream positions [off, off+len) of its zc_pipe.  The
+ * pipe counts two positions: wpos, the bytes ever spliced in, and rpos,
+ * the bytes ever taken out (written or discarded).  Bytes leave a kernel
+ * pipe only from its front, so a pipe slice is written once, in order:
+ *
+ *   - aggregate operations stay pointer work: append, concat, split,
+ *     split_front, truncate, trim_front, dup and release work on pipe
+ *     slices as on any other (each holds a reference on its pipe;
+ *     neighbouring slices of one pipe with contiguous positions merge).
+ *   - bytes the aggregate's owner dropped (truncated, trimmed, released)
+ *     stay in the kernel pipe until iol_write reaches a later slice of the
+ *     pipe, which discards them first (they are never sent), or until
+ *     iol_splice_in finds no slice naming any of the pipe's bytes, or the
+ *     pipe's last release.  Writing a later slice before an earlier one
+ *     (the halves of a split, out of order) discards the earlier one's
+ *     bytes the same way.
+ *   - a slice whose bytes are gone already (a dup'd aggregate written a
+ *     second time) makes iol_write fail with -EINVAL, nothing written.
+ *   - zc_agg_copyout, zc_agg_map, a channel (zc_channel_send, iol_write to
+ *     a channel) and Container Shipping refuse pipe slices with -EINVAL:
+ *     they cannot take the bytes without consuming the pipe.
+ *
+ * iol_write sends a pipe slice with splice(2) to a TCP or UNIX stream
+ * socket, a pipe or a regular file (not O_APPEND) -- bytes_by_reference in
+ * zc_io_stats -- and to anything else through a bounce buffer
+ * (bytes_copied).  Like aggregates, a pipe and every slice naming it
+ * belong to one thread at a time.
+ */
+
+/* A non-blocking kernel pipe (O_NONBLOCK|O_CLOEXEC both ends) where bytes
+ * wait on their way from one socket to another.  capacity: F_SETPIPE_SZ
+ * wish in bytes (0: the kernel's default); best effort -- a refusal (EPERM
+ * above /proc/sys/fs/pipe-max-size for an unprivileged process) keeps what
+ * it got; zc_pipe_capacity says.  -EMFILE, -ENFILE, -ENOMEM. */
+int zc_pipe_create(size_t capacity, zc_pipe **out);
+/* Take a reference (every slice naming the pipe holds one too). */
+zc_pipe *zc_pipe_ref(zc_pipe *p);
+/* Drop a reference: the last one closes both ends, and the bytes still
+ * inside go with the pipe.  Accepts NULL. */
+void zc_pipe_release(zc_pipe *p);
+/* Bytes spliced in and not yet written out or discarded (wpos - rpos). */
+size_t zc_pipe_held(const zc_pipe *p);
+/* The pipe's capacity in bytes (F_GETPIPE_SZ at creation).  The kernel
+ * counts a pipe's room in slots (capacity / page size), one per piece a
+ * splice brings, so a full pipe may hold fewer bytes than this (small
+ * pieces) or more (a UNIX socket's pieces can be larger than a page). */
+size_t zc_pipe_capacity(const zc_pipe *p);
+
+/* Splice up to `size` bytes from fd (a socket or a pipe) into p and append
+ * them to *agg (NULL: a new aggregate) as one pipe slice: the bytes never
+ * enter user memory.  Returns bytes moved, 0 at EOF (or for size 0),
+ * -EAGAIN when fd has nothing now OR the pipe is full (when the pipe held
+ * nothing before the call it was fd; a pipe that holds bytes may be full:
+ * write them out and wait for both), -EINTR, or -errno.  The pipe never
+ * waits; a blocking fd waits for data as read(2) does, so from a blocking
+ * fd -EAGAIN means the pipe is full.  The *agg contract is iol_read's (on
+ * error it is left as passed).  Should the append fail (-ENOMEM), the
+ * bytes spliced in are counted as dropped: the next slice of p that is
+ * written discards them. */
+ssize_t iol_splice_in(int fd, zc_pipe *p, zc_agg **agg, size_t size);
 
 /* --------------------------------------------------------------- IO-Lite */
 
@@ -308,7 +389,8 @@ ssize_t iol_read_source(const zc_source *src, zc_agg **agg, size_t size);
  * iol_write again with the same aggregate resumes exactly where it stopped.
  * Returns bytes written (> 0), 0 for an empty aggregate, or a negative errno
  * when nothing was written (-EAGAIN, -EPIPE, -ESTALE for a file slice whose
- * file changed, ...). */
+ * file changed, -EINVAL for a pipe slice whose bytes are gone or on a
+ * channel (see "pipes"), ...). */
 ssize_t iol_write(int fd, zc_agg *agg);
 
 /* A destination probed once: what kind of descriptor it is (file, pipe,

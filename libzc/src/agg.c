@@ -19,21 +19,40 @@
 		       sizeof(((zc_agg *)0)->inline_s[0]))
 
 /* Borrowed memory (ZC_SLICE_MEM) holds no reference: its owner answers
- * for its lifetime (zc.h). */
+ * for its lifetime (zc.h).  A pipe counts its slices apart from its other
+ * references: with none left, nothing can write its bytes (pipe.c). */
 static void slice_get(const struct zc_slice_int *s)
 {
-	if (s->kind == ZC_SLICE_BUF)
+	switch (s->kind) {
+	case ZC_SLICE_BUF:
 		zc_buf_ref(s->buf);
-	else if (s->kind == ZC_SLICE_FILE)
+		break;
+	case ZC_SLICE_FILE:
 		zc_file_ref(s->file);
+		break;
+	case ZC_SLICE_PIPE:
+		zc_pipe_slice_get(s->pipe);
+		break;
+	default:
+		break;
+	}
 }
 
 static void slice_put(const struct zc_slice_int *s)
 {
-	if (s->kind == ZC_SLICE_BUF)
+	switch (s->kind) {
+	case ZC_SLICE_BUF:
 		zc_buf_release(s->buf);
-	else if (s->kind == ZC_SLICE_FILE)
+		break;
+	case ZC_SLICE_FILE:
 		zc_file_release(s->file);
+		break;
+	case ZC_SLICE_PIPE:
+		zc_pipe_slice_put(s->pipe);
+		break;
+	default:
+		break;
+	}
 }
 
 int zc_agg_create(zc_agg **out)
@@ -121,11 +140,18 @@ static bool adjacent(const struct zc_slice_int *p, const struct zc_slice_int *n)
 {
 	if (p->kind != n->kind)
 		return false;
-	if (p->kind == ZC_SLICE_MEM)	/* contiguous memory, any base */
+	switch (p->kind) {
+	case ZC_SLICE_MEM:	/* contiguous memory, any base */
 		return p->mem + p->off + p->len == n->mem + n->off;
-	if (p->kind == ZC_SLICE_BUF)
+	case ZC_SLICE_BUF:
 		return p->buf == n->buf && p->off + p->len == n->off;
-	return p->file == n->file && p->off + p->len == n->off;
+	case ZC_SLICE_FILE:
+		return p->file == n->file && p->off + p->len == n->off;
+	case ZC_SLICE_PIPE:	/* positions that follow in one stream */
+		return p->pipe == n->pipe && p->off + p->len == n->off;
+	default:
+		return false;
+	}
 }
 
 /* Insert a slice, taking a new reference unless it merges with its
@@ -237,10 +263,23 @@ int zc_agg_append_mem(zc_agg *agg, const void *data, size_t len)
 	return insert(agg, &s, false);
 }
 
-/* Bytes a peer cannot be lent: borrowed memory, kernel buffers. */
+int zc_agg_append_pipe(zc_agg *agg, zc_pipe *p, uint64_t pos, size_t len)
+{
+	struct zc_slice_int s = { .kind = ZC_SLICE_PIPE, .off = pos, .len = len };
+
+	if (!agg || !p)
+		return -EINVAL;
+	if (pos < p->rpos || pos > p->wpos || len > p->wpos - pos)
+		return -ERANGE;
+	s.pipe = p;
+	return insert(agg, &s, false);
+}
+
+/* Bytes a peer cannot be lent: borrowed memory, kernel buffers, and a
+ * pipe's bytes, which are in no memory at all. */
 static bool unlendable(const struct zc_slice_int *s)
 {
-	return s->kind == ZC_SLICE_MEM ||
+	return s->kind == ZC_SLICE_MEM || s->kind == ZC_SLICE_PIPE ||
 	       (s->kind == ZC_SLICE_BUF && zc_buf_is_kernel(s->buf));
 }
 
@@ -260,7 +299,9 @@ int zc_agg_owned_copy(const zc_agg *src, zc_agg **out)
 	for (size_t i = 0; !err && i < src->n; i++) {
 		const struct zc_slice_int *s = &src->s[src->head + i];
 
-		if (s->kind == ZC_SLICE_MEM)
+		if (s->kind == ZC_SLICE_PIPE)
+			err = -EINVAL;	/* copying it would consume the pipe */
+		else if (s->kind == ZC_SLICE_MEM)
 			err = zc_agg_append_bytes(a, NULL, s->mem + s->off,
 						  s->len);
 		else if (unlendable(s))
@@ -458,12 +499,20 @@ int zc_agg_slice(const zc_agg *agg, size_t i, struct zc_slice *out)
 	s = &agg->s[agg->head + i];
 	memset(out, 0, sizeof(*out));
 	out->kind = s->kind;
-	if (s->kind == ZC_SLICE_BUF)
+	switch (s->kind) {
+	case ZC_SLICE_BUF:
 		out->buf = s->buf;
-	else if (s->kind == ZC_SLICE_FILE)
+		break;
+	case ZC_SLICE_FILE:
 		out->file = s->file;
-	else
+		break;
+	case ZC_SLICE_PIPE:
+		out->pipe = s->pipe;
+		break;
+	default:
 		out->mem = s->mem;
+		break;
+	}
 	out->off = s->off;
 	out->len = s->len;
 	return 0;

@@ -5,7 +5,9 @@
  * contiguous bytes (a parser, a checksum, a test).  File slices are read
  * with pread (preadv for a run of them) after a version check, never
  * through a mapping, so a file that shrank yields -ESTALE instead of a
- * SIGBUS.
+ * SIGBUS.  Pipe slices are refused (-EINVAL): their bytes can be read
+ * only by taking them out of the pipe, and then iol_write could not send
+ * them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -83,15 +85,19 @@ ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len)
 		take = s->len - off;
 		if (take > len - done)
 			take = len - done;
-		if (s->kind == ZC_SLICE_BUF) {
+		switch (s->kind) {
+		case ZC_SLICE_BUF: {
 			const unsigned char *src = zc_buf_data(s->buf);
 
 			if (!src)
 				return -ENOMEM;
 			memcpy(out + done, src + s->off + off, take);
-		} else if (s->kind == ZC_SLICE_MEM) {
+			break;
+		}
+		case ZC_SLICE_MEM:
 			memcpy(out + done, s->mem + s->off + off, take);
-		} else {
+			break;
+		case ZC_SLICE_FILE:
 			if (s->file != checked) {
 				err = zc_file_check(s->file);
 				checked = s->file;
@@ -99,6 +105,9 @@ ssize_t zc_agg_copyout(const zc_agg *agg, size_t off, void *dst, size_t len)
 			if (!err)
 				err = owe(&owed, s->file, s->off + off,
 					  out + done, take);
+			break;
+		default:	/* ZC_SLICE_PIPE: see the top */
+			return -EINVAL;
 		}
 		done += take;
 		off = 0;
@@ -124,6 +133,9 @@ int zc_agg_map(zc_agg *agg, zc_pool *pool, const void **data, size_t *len)
 		*data = empty;
 		return 0;
 	}
+	for (size_t i = 0; i < agg->n; i++)
+		if (agg->s[agg->head + i].kind == ZC_SLICE_PIPE)
+			return -EINVAL;	/* as zc_agg_copyout */
 	s = &agg->s[agg->head];
 	if (agg->n == 1 && s->kind == ZC_SLICE_BUF) {
 		const unsigned char *base = zc_buf_data(s->buf);

@@ -153,6 +153,10 @@ static int make_entry(zc_channel *ch, const struct zc_slice_int *s,
 	memset(e, 0, sizeof(*e));
 	e->soff = s->off;
 	e->slen = s->len;
+	/* zc_channel_send refused pipe slices (zc_agg_owned_copy); should
+	 * one come here, it is no buffer to lend. */
+	if (s->kind == ZC_SLICE_PIPE || s->kind == ZC_SLICE_MEM)
+		return -EINVAL;
 	if (s->kind == ZC_SLICE_FILE) {
 		err = zc_ch_share_file(ch, s->file, &ftok);
 		e->type = ZC_ENT_FILE;
@@ -397,7 +401,9 @@ int zc_channel_send(zc_channel *ch, const zc_agg *agg)
 	if (ch->closed)
 		return -EBADF;
 	if (zc_agg_has_borrowed(agg)) {
-		/* Borrowed bytes are never lent: the peer gets copies. */
+		/* Borrowed bytes are never lent: the peer gets copies.  A
+		 * pipe's bytes cannot be copied without consuming the pipe:
+		 * zc_agg_owned_copy says -EINVAL. */
 		zc_agg *owned;
 
 		err = zc_agg_owned_copy(agg, &owned);

@@ -381,6 +381,10 @@ static int slice_buf(zc_agg *agg, size_t pos, const struct zc_slice *s,
 		*off = s->off;
 		return 0;
 	}
+	/* A pipe's bytes cannot become a container without consuming the
+	 * pipe (zc.h); channels and iol_read never deliver one. */
+	if (s->kind == ZC_SLICE_PIPE)
+		return -EINVAL;
 	err = zc_cs_alloc_buf(s->len, buf);
 	if (err)
 		return err;

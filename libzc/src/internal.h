@@ -7,6 +7,7 @@
  *   file.c       files: version capture and checks, exact preads
  *   agg.c        aggregates: slice vector operations
  *   agg_map.c    zc_agg_map / zc_agg_copyout
+ *   pipe.c       pipes: bytes on their way between sockets, iol_splice_in
  *   fdkind.c     what kind of descriptor an fd is
  *   io_read.c    iol_read
  *   io_write.c   iol_write: per (slice, destination) transfer mechanism
@@ -243,6 +244,42 @@ int zc_pread_exact(int fd, uint64_t off, void *dst, size_t len);
 struct iovec;
 int zc_preadv_exact(int fd, uint64_t off, struct iovec *iov, int n);
 
+/* ------------------------------------------------------------------ pipes */
+
+/*
+ * A kernel pipe and the stream positions of its bytes (pipe.c).  The
+ * stream [rpos, wpos) is what the pipe holds; a pipe slice names a part
+ * of it by position.  Bytes that went to a bounce buffer (io_write.c's
+ * path to odd descriptors) and were not all written wait in `spill`:
+ * [rpos, kpos) are there, [kpos, wpos) still in the kernel pipe.  One
+ * thread at a time (as aggregates), so the counts are plain.
+ */
+struct zc_pipe {
+	int refs;		/* the owner's and one per slice */
+	int named;		/* of which slices: 0 = no slice names a byte */
+	int rfd, wfd;		/* both O_NONBLOCK */
+	size_t cap;		/* F_GETPIPE_SZ */
+	uint64_t wpos;		/* bytes ever spliced in */
+	uint64_t rpos;		/* bytes ever written out or discarded */
+	uint64_t kpos;		/* bytes ever taken out of the kernel pipe */
+	unsigned char *spill;	/* [rpos, kpos) at spill + spill_at */
+	size_t spill_at;
+};
+
+/* A slice of the pipe was made or dropped (agg.c). */
+void zc_pipe_slice_get(zc_pipe *p);
+void zc_pipe_slice_put(zc_pipe *p);
+/* Take the bytes before stream position `pos` out of p unsent (dropped by
+ * the aggregates that named them): 0, or -errno with rpos showing how far
+ * it got.  pos must lie in [rpos, wpos]. */
+int zc_pipe_discard_to(zc_pipe *p, uint64_t pos);
+/* Move up to `len` bytes from the front of the kernel pipe into the spill
+ * (allocated here, at most ZC_PIPE_SPILL): bytes moved, or -errno. */
+#define ZC_PIPE_SPILL ((size_t)64 << 10)
+ssize_t zc_pipe_fill_spill(zc_pipe *p, size_t len);
+/* The spill's first n bytes were written out. */
+void zc_pipe_spill_done(zc_pipe *p, size_t n);
+
 /* ------------------------------------------------------------- aggregates */
 
 struct zc_slice_int {
@@ -251,17 +288,22 @@ struct zc_slice_int {
 		zc_buf *buf;
 		zc_file *file;
 		const unsigned char *mem;	/* ZC_SLICE_MEM: borrowed */
+		zc_pipe *pipe;			/* ZC_SLICE_PIPE */
 	};
-	uint64_t off;
+	uint64_t off;		/* ZC_SLICE_PIPE: stream position */
 	size_t len;
 };
 
 /* Does the aggregate hold bytes a peer cannot be lent: borrowed memory
- * (ZC_SLICE_MEM) or kernel buffers (which live in no pool)?  And a copy
- * of it whose such bytes are in pool buffers, for paths that lend what
- * they send (a channel). */
+ * (ZC_SLICE_MEM), kernel buffers (which live in no pool) or pipe slices
+ * (whose bytes are in no memory at all)?  And a copy of it whose memory
+ * bytes are in pool buffers, for paths that lend what they send (a
+ * channel); -EINVAL if it has a pipe slice, which cannot be copied
+ * without consuming the pipe. */
 bool zc_agg_has_borrowed(const zc_agg *agg);
 int zc_agg_owned_copy(const zc_agg *src, zc_agg **out);
+/* Append a pipe slice (pipe.c's iol_splice_in). */
+int zc_agg_append_pipe(zc_agg *agg, zc_pipe *p, uint64_t pos, size_t len);
 
 struct zc_agg {
 	struct zc_slice_int *s;	/* live slices are s[head .. head+n) */

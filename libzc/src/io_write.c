@@ -7,6 +7,7 @@
  *   large buf    sendfile from memfd  vmsplice       writev (copy)    writev
  *   file extent  sendfile (*)         splice         copy_file_range  sendfile
  *   kernel buf   iol_write (by reference)            iol_write        writev
+ *   pipe slice   splice (by reference)  splice       splice (**)      bounce
  *
  * "Small" is below 16 KiB: copying a header costs less than what lending it
  * to the kernel costs afterwards (a detached page must be punched out of the
@@ -27,6 +28,17 @@
  * (HTTP/2 frames) one sendmsg costs less than a sendfile per piece.  The
  * kernel is the only reader of the mapping; a page past a shrunk end fails
  * the copy with EFAULT, reported as -ESTALE like a short sendfile.
+ *
+ * (**) Not to an O_APPEND file, which splice refuses: that one bounces.
+ * A pipe slice's bytes wait in a kernel pipe (pipe.c) and leave it only at
+ * its front: bytes before the slice's position that are still there were
+ * dropped by the aggregate's owner and are discarded first, never sent;
+ * bytes already gone (a dup written twice) make the call fail.  To odd
+ * descriptors they go through a bounce buffer, the pipe's spill: what the
+ * write did not take stays there, first in the pipe's stream, so a retry
+ * sends it before anything else of the pipe.  With more of the aggregate
+ * to follow, SPLICE_F_MORE holds the last segment back as MSG_MORE does a
+ * header (no TCP_CORK needed, unlike sendfile).
  *
  * Kernel IO-Lite buffers (iol_kernel.c; the patched kernel only) go by the
  * kernel's iol_write at any size: the kernel keeps its own page references,
@@ -97,6 +109,7 @@ enum how {
 	HOW_SENDFILE_BUF,	/* one buf slice, sendfile from the memfd */
 	HOW_FILE,		/* one file slice */
 	HOW_KIOL,		/* kernel buffers, the iol_write system call */
+	HOW_PIPE,		/* one pipe slice: splice, or bounce */
 };
 
 static struct zc_slice_int *slice_at(zc_agg *agg, size_t i)
@@ -138,6 +151,8 @@ static const unsigned char *mapped_bytes(const struct wstate *w,
 
 static enum how how_for(const struct wstate *w, const struct zc_slice_int *s)
 {
+	if (s->kind == ZC_SLICE_PIPE)
+		return HOW_PIPE;
 	if (s->kind == ZC_SLICE_FILE)
 		return mapped_bytes(w, s) ? HOW_COPY : HOW_FILE;
 	if (s->kind == ZC_SLICE_BUF && zc_buf_is_kernel(s->buf))
@@ -516,6 +531,109 @@ static ssize_t write_file_slice(const struct wstate *w, zc_agg *agg,
 	return r;
 }
 
+/* Can a pipe's bytes be spliced to the destination? */
+static bool splices_to(const struct wstate *w)
+{
+	return is_stream_socket(w) || w->kind == ZC_FD_PIPE ||
+	       (w->kind == ZC_FD_FILE && !w->append);
+}
+
+/* The front of a pipe's spill (what a bounce read and a write did not
+ * take), up to len bytes: copied out with write. */
+static ssize_t write_spill(const struct wstate *w, zc_pipe *p, size_t len,
+			   size_t *want)
+{
+	ssize_t r;
+
+	*want = zc_min_size(len, (size_t)(p->kpos - p->rpos));
+	r = write(w->fd, p->spill + p->spill_at, *want);
+	zc_stat_call();
+	if (r < 0)
+		return -errno;
+	zc_stat_copy((uint64_t)r);
+	zc_pipe_spill_done(p, (size_t)r);
+	return r;
+}
+
+/*
+ * A blocking destination pipe was full.  Between two pipes the kernel
+ * applies either end's O_NONBLOCK to both, and ours is non-blocking, so
+ * the splice cannot wait for room itself: wait here, as write(2) would
+ * (a signal ends it with -EINTR).  0: try again.
+ */
+static int pipe_room(const struct wstate *w)
+{
+	struct pollfd p = { .fd = w->fd, .events = POLLOUT };
+
+	if (w->kind != ZC_FD_PIPE || w->nonblock)
+		return -EAGAIN;
+	zc_stat_call();
+	return poll(&p, 1, -1) < 0 ? -errno : 0;
+}
+
+/* Pipe -> destination by splice: the pages move, nothing is copied.  The
+ * source never waits (its bytes are there); a socket's or a file's own
+ * O_NONBLOCK decides whether the destination does. */
+static ssize_t splice_out(const struct wstate *w, zc_pipe *p, size_t len,
+			  bool more)
+{
+	unsigned flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+	ssize_t r;
+
+	if (more)
+		flags |= SPLICE_F_MORE;
+	r = unix_room(w);
+	if (r)
+		return r;
+	for (;;) {
+		r = splice(p->rfd, NULL, w->fd, NULL, len, flags);
+		zc_stat_call();
+		if (r >= 0 || errno != EAGAIN)
+			break;
+		if ((r = pipe_room(w)))
+			return r;
+	}
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return -EIO;	/* counted in, yet not there */
+	p->kpos += (uint64_t)r;
+	p->rpos += (uint64_t)r;
+	zc_stat_ref((uint64_t)r);
+	return r;
+}
+
+/*
+ * One pipe slice.  Its position must be where the pipe's stream stands
+ * now, after discarding what was dropped before it; then the spill (if a
+ * bounce left one) goes first, and the kernel pipe's bytes after it.
+ */
+static ssize_t write_pipe_slice(const struct wstate *w, zc_agg *agg,
+				size_t *want)
+{
+	const struct zc_slice_int *s = slice_at(agg, 0);
+	zc_pipe *p = s->pipe;
+	size_t len = zc_min_size(s->len, ZC_CALL_MAX);
+	ssize_t r;
+	int err;
+
+	if (s->off < p->rpos)
+		return -EINVAL;	/* its bytes went out already */
+	err = zc_pipe_discard_to(p, s->off);
+	if (err)
+		return err;
+	if (p->kpos > p->rpos)
+		return write_spill(w, p, len, want);
+	if (splices_to(w)) {
+		*want = len;
+		return splice_out(w, p, len, len < agg->len);
+	}
+	r = zc_pipe_fill_spill(p, len);
+	if (r < 0)
+		return r;
+	return write_spill(w, p, len, want);
+}
+
 /* Is a short count from mechanism `how` routine, rather than a sign that
  * a signal arrived?  See the top. */
 static bool routine_short(const struct wstate *w, enum how how)
@@ -525,7 +643,7 @@ static bool routine_short(const struct wstate *w, enum how how)
 	/* Not HOW_KIOL: the kernel's iol_write into a blocking pipe waits for
 	 * room until everything went, so its short count means a signal. */
 	return w->kind == ZC_FD_PIPE &&
-	       (how == HOW_VMSPLICE || how == HOW_FILE);
+	       (how == HOW_VMSPLICE || how == HOW_FILE || how == HOW_PIPE);
 }
 
 static ssize_t write_step(const struct wstate *w, zc_agg *agg, enum how how,
@@ -540,6 +658,8 @@ static ssize_t write_step(const struct wstate *w, zc_agg *agg, enum how how,
 		return write_sendfile_buf(w, agg, want);
 	case HOW_KIOL:
 		return write_kiol_run(w, agg, want);
+	case HOW_PIPE:
+		return write_pipe_slice(w, agg, want);
 	case HOW_FILE:
 	default:
 		return write_file_slice(w, agg, want);
