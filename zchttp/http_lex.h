@@ -1,7 +1,7 @@
 /*
  * http_lex.h - the lexical pieces the header-line parsers of `zchttp`
- * share: HTTP request heads (http_parser.c), CGI response heads and chunk
- * trailers (fcgi_proto.c, http_chunked.c).  Internal to the library, not
+ * share: HTTP request and response heads (http_parser.c, http_response.c),
+ * CGI response heads and chunk trailers (fcgi_proto.c, http_chunked.c).  Internal to the library, not
  * an interface of it.
  */
 #ifndef ZC_HTTP_LEX_H
@@ -208,6 +208,46 @@ static inline int http_lc_eq(const char *s, size_t n, const char *lc)
 		    http_lower((unsigned char)s[i]) != (unsigned char)lc[i])
 			return 0;
 	return lc[n] == '\0';
+}
+
+/* ASCII case-insensitive equality of a[0..an) and b[0..bn), both as
+ * sent (field names, list elements). */
+static inline bool http_case_eq(const char *a, size_t an, const char *b,
+				size_t bn)
+{
+	size_t i;
+
+	if (an != bn)
+		return false;
+	for (i = 0; i < an; i++)
+		if (http_lower((unsigned char)a[i]) !=
+		    http_lower((unsigned char)b[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Walk a comma-separated list (#rule, RFC 9110 5.6.1): the next element,
+ * OWS trimmed and possibly empty (recipients skip those), from *pos on;
+ * false at the end of the value.  Start with *pos = 0.
+ */
+static inline bool http_list_next(struct http_str v, size_t *pos,
+				  struct http_str *el)
+{
+	size_t i = *pos, s, e;
+
+	if (i > v.len)
+		return false;
+	while (i < v.len && http_is_ows(v.p[i]))
+		i++;
+	s = i;
+	while (i < v.len && v.p[i] != ',')
+		i++;
+	for (e = i; e > s && http_is_ows(v.p[e - 1]); e--)
+		;
+	*el = (struct http_str){ v.p + s, e - s };
+	*pos = i + 1;
+	return true;
 }
 
 /*

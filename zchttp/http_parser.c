@@ -1,14 +1,16 @@
 /*
- * http_parser.c - the HTTP/1.x request-head parser (see http_parser.h).
+ * http_parser.c - the HTTP/1.x request-head parser (see http_parser.h),
+ * and the head scanner and framing fields it shares with the response
+ * parser (http_head.h, http_response.c).
  *
  * One pass over the lines, each looked at once, as it completes:
  *
- *   The scanner (http_parse_request) finds line ends in the bytes that are
+ *   The scanner (http_head_parse) finds line ends in the bytes that are
  *   new since the last call, enforces the limits the moment a line
- *   completes, and then parses that line: the request line into the
- *   request, a field into its slot.  When the empty line arrives, the
- *   semantics (Host, framing, Connection, ...) are worked out over the
- *   slots.  Between calls it keeps offsets only.
+ *   completes, and then parses that line: the start line (request line
+ *   or status line) into the message, a field into its slot.  When the
+ *   empty line arrives, the semantics (Host, framing, Connection, ...)
+ *   are worked out over the slots.  Between calls it keeps offsets only.
  *
  *   A head that arrives in several pieces has lines that completed in
  *   earlier calls, whose slots may point into a buffer that has moved
@@ -28,8 +30,9 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "http_parser.h"
+#include "http_head.h"
 #include "http_lex.h"
+#include "http_parser.h"
 
 /* Empty lines skipped before the request line; more is 400. */
 #define MAX_LEADING_EMPTY 4
@@ -55,11 +58,6 @@ static const unsigned char hostchar[256] = {
 	[','] = 1, [';'] = 1, ['='] = 1, [':'] = 1, ['['] = 1, [']'] = 1,
 	['%'] = 1,
 };
-
-static int str_eq(struct http_str a, struct http_str b)
-{
-	return a.len == b.len && memcmp(a.p, b.p, a.len) == 0;
-}
 
 /* -------------------------------------------------------------- methods */
 
@@ -169,14 +167,19 @@ static enum http_error parse_target(const char *s, size_t n,
 	return HTTP_OK;
 }
 
-/* method SP request-target SP HTTP-version, line end excluded. */
-static enum http_error parse_request_line(const char *s, const char *e,
-					  struct http_request *r,
-					  const char **why)
+/* method SP request-target SP HTTP-version, line end excluded: into r,
+ * cleared first (http_head_syntax.start_line). */
+static enum http_error request_line(void *msg, const char *s, const char *e,
+				    const char **why)
 {
+	struct http_request *r = msg;
+	struct http_header *slots = r->headers;
 	const char *q = http_skip_in(http_tchar, s, e), *sp;
 	enum http_error err;
+	int v;
 
+	memset(r, 0, sizeof(*r));
+	r->headers = slots;
 	if (q == s || q == e || *q != ' ')
 		FAIL(HTTP_E_BAD_REQUEST, "bad method");
 	if (q - s > MAX_METHOD)
@@ -194,12 +197,10 @@ static enum http_error parse_request_line(const char *s, const char *e,
 
 	/* HTTP-version = "HTTP" "/" DIGIT "." DIGIT, case-sensitive */
 	s = sp + 1;
-	if (e - s != 8 || memcmp(s, "HTTP/", 5) != 0 || s[6] != '.' ||
-	    s[5] < '0' || s[5] > '9' || s[7] < '0' || s[7] > '9')
+	if (e - s != 8 || (v = http_version(s, &r->minor)) < 0)
 		FAIL(HTTP_E_BAD_REQUEST, "bad HTTP version");
-	if (s[5] != '1' || (s[7] != '0' && s[7] != '1'))
+	if (v == 0)
 		FAIL(HTTP_E_VERSION, "unsupported HTTP version");
-	r->minor = s[7] - '0';
 	return HTTP_OK;
 }
 
@@ -262,38 +263,38 @@ int http_parse_decimal(struct http_str v, uint64_t *out)
 	return 0;
 }
 
-/*
- * Walk a comma-separated list: next element (OWS trimmed, may be empty) at
- * *pos; returns 0 at the end of the value.
- */
-static int next_element(struct http_str v, size_t *pos, struct http_str *el)
-{
-	size_t i = *pos, s, e;
+/* ------------------------------------------------------ framing fields */
 
-	if (i > v.len)
-		return 0;
-	while (i < v.len && http_is_ows(v.p[i]))
-		i++;
-	s = i;
-	while (i < v.len && v.p[i] != ',')
-		i++;
-	for (e = i; e > s && http_is_ows(v.p[e - 1]); e--)
-		;
-	*el = (struct http_str){ v.p + s, e - s };
-	*pos = i + 1;
-	return 1;
+const char *http_framing_end(struct http_framing *f, int minor)
+{
+	if (f->te_lines) {
+		if (minor == 0)
+			return "Transfer-Encoding in HTTP/1.0";
+		if (f->flags & HTTP_F_CONTENT_LENGTH)
+			return "Content-Length with Transfer-Encoding";
+	}
+	/* HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive";
+	 * "close" wins when both are sent. */
+	if (!(f->flags & HTTP_F_CONN_CLOSE) &&
+	    (minor == 1 || (f->flags & HTTP_F_CONN_KEEP_ALIVE)))
+		f->flags |= HTTP_F_KEEP_ALIVE;
+	return NULL;
 }
 
-static void connection_tokens(struct http_str v, unsigned *flags)
+void http_te_list(struct http_str v, struct http_te *t)
 {
 	struct http_str el;
 	size_t pos = 0;
 
-	while (next_element(v, &pos, &el)) {
-		if (http_lc_eq(el.p, el.len, "close"))
-			*flags |= HTTP_F_CONN_CLOSE;
-		else if (http_lc_eq(el.p, el.len, "keep-alive"))
-			*flags |= HTTP_F_CONN_KEEP_ALIVE;
+	memset(t, 0, sizeof(*t));
+	while (http_list_next(v, &pos, &el)) {
+		if (el.len == 0)
+			continue;
+		t->codings++;
+		t->chunked_last = http_lc_eq(el.p, el.len, "chunked");
+		t->chunked += t->chunked_last;
+		if (http_skip_in(http_tchar, el.p, el.p + el.len) != el.p + el.len)
+			t->bad = true;
 	}
 }
 
@@ -301,22 +302,14 @@ static void connection_tokens(struct http_str v, unsigned *flags)
  * is unknowable: 400); any coding before it is one we do not decode (501). */
 static enum http_error transfer_coding(struct http_str v, const char **why)
 {
-	struct http_str el, last = { NULL, 0 };
-	size_t pos = 0, n = 0, chunked = 0;
+	struct http_te t;
 
-	while (next_element(v, &pos, &el)) {
-		if (el.len == 0)
-			continue;
-		n++;
-		last = el;
-		if (http_lc_eq(el.p, el.len, "chunked"))
-			chunked++;
-	}
-	if (!last.p || !http_lc_eq(last.p, last.len, "chunked"))
+	http_te_list(v, &t);
+	if (!t.chunked_last)
 		FAIL(HTTP_E_BAD_REQUEST, "Transfer-Encoding does not end in chunked");
-	if (chunked > 1)
+	if (t.chunked > 1)
 		FAIL(HTTP_E_BAD_REQUEST, "chunked applied twice");
-	if (n > 1)
+	if (t.codings > 1)
 		FAIL(HTTP_E_NOT_IMPLEMENTED, "unsupported transfer coding");
 	return HTTP_OK;
 }
@@ -332,11 +325,14 @@ static void single(struct http_str *f, int *seen, struct http_str v)
 	*seen = 1;
 }
 
-static enum http_error semantics(struct http_request *r, const char **why)
+/* http_head_syntax.semantics of a request (and of HTTP/2's fields). */
+static enum http_error semantics(void *msg, const char **why)
 {
-	int hosts = 0, te = 0, inm = 0, ims = 0, range = 0, expect = 0;
-	struct http_str cl = { NULL, 0 }, tev = { NULL, 0 };
+	struct http_request *r = msg;
+	int hosts = 0, inm = 0, ims = 0, range = 0, expect = 0;
+	struct http_framing f = { 0 };
 	enum http_error err;
+	const char *w;
 	size_t i;
 
 	for (i = 0; i < r->num_headers; i++) {
@@ -361,32 +357,22 @@ static enum http_error semantics(struct http_request *r, const char **why)
 			if (http_lc_eq(n.p, n.len, "expect"))
 				single(&r->expect, &expect, v);
 			break;
-		case 10:
-			if (http_lc_eq(n.p, n.len, "connection"))
-				connection_tokens(v, &r->flags);
-			break;
 		case 13:
 			if (http_lc_eq(n.p, n.len, "if-none-match"))
 				single(&r->if_none_match, &inm, v);
 			break;
-		case 14:
-			if (!http_lc_eq(n.p, n.len, "content-length"))
-				break;
-			if (http_parse_decimal(v, &r->content_length) < 0)
-				FAIL(HTTP_E_BAD_REQUEST, "bad Content-Length");
-			if (cl.p && !str_eq(cl, v))
-				FAIL(HTTP_E_BAD_REQUEST, "conflicting Content-Length");
-			cl = v;
-			r->flags |= HTTP_F_CONTENT_LENGTH;
-			break;
 		case 17:
 			if (http_lc_eq(n.p, n.len, "if-modified-since")) {
 				single(&r->if_modified_since, &ims, v);
-			} else if (http_lc_eq(n.p, n.len, "transfer-encoding")) {
-				if (++te > 1)
-					FAIL(HTTP_E_BAD_REQUEST, "more than one Transfer-Encoding");
-				tev = v;
+				break;
 			}
+			/* or Transfer-Encoding, a framing field */
+			/* fall through */
+		case 10:	/* Connection */
+		case 14:	/* Content-Length */
+			w = http_framing_field(&f, n, v);
+			if (w)
+				FAIL(HTTP_E_BAD_REQUEST, w);
 			break;
 		}
 	}
@@ -395,59 +381,52 @@ static enum http_error semantics(struct http_request *r, const char **why)
 		FAIL(HTTP_E_BAD_REQUEST, "HTTP/1.1 request without Host");
 	if (r->form == HTTP_T_ABSOLUTE)
 		r->host = r->authority;
-	if (te) {
-		if (r->minor == 0)
-			FAIL(HTTP_E_BAD_REQUEST, "Transfer-Encoding in HTTP/1.0");
-		if (r->flags & HTTP_F_CONTENT_LENGTH)
-			FAIL(HTTP_E_BAD_REQUEST, "Content-Length with Transfer-Encoding");
-		err = transfer_coding(tev, why);
+	w = http_framing_end(&f, r->minor);
+	if (w)
+		FAIL(HTTP_E_BAD_REQUEST, w);
+	if (f.te_lines) {
+		err = transfer_coding(f.te, why);
 		if (err)
 			return err;
-		r->flags |= HTTP_F_CHUNKED;
+		f.flags |= HTTP_F_CHUNKED;
 	}
-	/* HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive";
-	 * "close" wins when both are sent. */
-	if (!(r->flags & HTTP_F_CONN_CLOSE) &&
-	    (r->minor == 1 || (r->flags & HTTP_F_CONN_KEEP_ALIVE)))
-		r->flags |= HTTP_F_KEEP_ALIVE;
+	r->flags |= f.flags;
+	r->content_length = f.content_length;
 	if (r->minor == 1 && r->expect.p &&
 	    http_lc_eq(r->expect.p, r->expect.len, "100-continue"))
 		r->flags |= HTTP_F_EXPECT_CONTINUE;
 	return HTTP_OK;
 }
 
-/* ------------------------------------------------------------- the parser */
+/* ------------------------------------------------------------ the scanner */
 
 void http_parser_init(struct http_parser *p)
 {
 	memset(p, 0, sizeof(*p));
 }
 
-static ssize_t fail(struct http_request *r, enum http_error err,
+static ssize_t fail(const struct http_head *h, enum http_error err,
 		    const char *why)
 {
-	r->error = err;
-	r->why = why;
+	*h->error = err;
+	*h->why = why;
 	return HTTP_PARSE_ERROR;
 }
 
-/* The whole head is buf[p->rl_start .. end): parse it into r. */
+/* The whole head is buf[p->rl_start .. end): parse it into the message. */
 static ssize_t finish(struct http_parser *p, const char *buf, size_t end,
-		      struct http_request *r)
+		      const struct http_head *h)
 {
-	struct http_header *slots = r->headers;
 	enum http_error err;
 	const char *why = NULL;
 	size_t s, lf;
 
-	memset(r, 0, sizeof(*r));
-	r->headers = slots;
-
 	lf = p->rl_end - 1;
-	err = parse_request_line(buf + p->rl_start,
-				 buf + http_content_end(buf, p->rl_start, lf), r, &why);
+	err = h->syn->start_line(h->msg, buf + p->rl_start,
+				 buf + http_content_end(buf, p->rl_start, lf),
+				 &why);
 	if (err)
-		return fail(r, err, why);
+		return fail(h, err, why);
 	for (s = p->rl_end; s < end; s = lf + 1) {
 		size_t e;
 
@@ -455,22 +434,24 @@ static ssize_t finish(struct http_parser *p, const char *buf, size_t end,
 		e = http_content_end(buf, s, lf);
 		if (e == s)
 			break;	/* the empty line */
-		err = parse_field(buf + s, buf + e, &slots[r->num_headers], &why);
+		err = parse_field(buf + s, buf + e, &h->slots[*h->num_headers],
+				  &why);
 		if (err)
-			return fail(r, err, why);
-		r->num_headers++;
+			return fail(h, err, why);
+		++*h->num_headers;
 	}
-	err = semantics(r, &why);
+	err = h->syn->semantics(h->msg, &why);
 	if (err)
-		return fail(r, err, why);
+		return fail(h, err, why);
 	return (ssize_t)end;
 }
 
-ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
-			   const struct http_limits *lim,
-			   struct http_request *req)
+ssize_t http_head_parse(struct http_parser *p, const char *buf, size_t len,
+			const struct http_limits *lim,
+			const struct http_head *h)
 {
-	struct http_header *slots = req->headers, h;
+	const struct http_head_syntax *syn = h->syn;
+	struct http_header tmp;
 	enum http_error err;
 	const char *why;
 	bool direct;
@@ -479,57 +460,57 @@ ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
 	if (len < p->scanned)
 		http_parser_init(p);
 	if (p->done)
-		return finish(p, buf, p->done, req);
+		return finish(p, buf, p->done, h);
 
-	/* Does this call see the request line complete?  Then every line of
-	 * the head completes in calls that parse into req from the start,
-	 * and a head that completes in this call needs no second pass. */
+	/* Does this call see the start line complete?  Then every line of
+	 * the head completes in calls that parse into the message from the
+	 * start, and a head that completes in this call needs no second
+	 * pass. */
 	direct = !p->rl_end;
 	while (http_next_line(buf, len, &p->scanned, &p->line_start, &s, &e)) {
 		i = p->line_start;	/* just past the line's LF */
 		if (!p->rl_end) {
-			if (e == s) {	/* empty line before the request */
-				if (++p->nempty > MAX_LEADING_EMPTY)
-					return fail(req, HTTP_E_BAD_REQUEST,
-						    "empty lines before request");
+			if (e == s) {	/* empty line before the start line */
+				if (++p->nempty > syn->max_leading_empty)
+					return fail(h, HTTP_E_BAD_REQUEST,
+						    syn->leading_empty_why);
 				p->rl_start = i;
 				continue;
 			}
 			if (e - s > lim->max_request_line)
-				return fail(req, HTTP_E_URI_TOO_LONG,
-					    "request line too long");
+				return fail(h, syn->start_too_long,
+					    syn->start_too_long_why);
 			p->rl_end = i;
-			memset(req, 0, sizeof(*req));
-			req->headers = slots;
-			err = parse_request_line(buf + s, buf + e, req, &why);
+			err = syn->start_line(h->msg, buf + s, buf + e, &why);
 			if (err)
-				return fail(req, err, why);
+				return fail(h, err, why);
 			continue;
 		}
 		if (i - p->rl_end > lim->max_head_bytes)
-			return fail(req, HTTP_E_HEADERS_TOO_LARGE,
+			return fail(h, HTTP_E_HEADERS_TOO_LARGE,
 				    "header section too large");
 		if (e == s) {
 			p->done = i;
 			if (!direct)
-				return finish(p, buf, i, req);
-			err = semantics(req, &why);
+				return finish(p, buf, i, h);
+			err = syn->semantics(h->msg, &why);
 			if (err)
-				return fail(req, err, why);
+				return fail(h, err, why);
 			return (ssize_t)i;
 		}
 		if (++p->nfields > lim->max_headers)
-			return fail(req, HTTP_E_HEADERS_TOO_LARGE,
+			return fail(h, HTTP_E_HEADERS_TOO_LARGE,
 				    "too many header fields");
-		/* Lines completed in earlier calls are not in req (the buffer
-		 * may have moved since): then only check this one, and
-		 * finish() parses the head from the start. */
+		/* Lines completed in earlier calls are not in the message
+		 * (the buffer may have moved since): then only check this
+		 * one, and finish() parses the head from the start. */
 		err = parse_field(buf + s, buf + e,
-				  direct ? &slots[p->nfields - 1] : &h, &why);
+				  direct ? &h->slots[p->nfields - 1] : &tmp,
+				  &why);
 		if (err)
-			return fail(req, err, why);
+			return fail(h, err, why);
 		if (direct)
-			req->num_headers = p->nfields;
+			*h->num_headers = p->nfields;
 	}
 
 	/* Incomplete: does the line still open already break a limit (it
@@ -539,14 +520,37 @@ ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
 		if (n && buf[len - 1] == '\r')
 			n--;	/* may be the CR of a CRLF */
 		if (n > lim->max_request_line)
-			return fail(req, HTTP_E_URI_TOO_LONG,
-				    "request line too long");
+			return fail(h, syn->start_too_long,
+				    syn->start_too_long_why);
 	} else if (len - p->rl_end >= lim->max_head_bytes) {
 		/* at least one more byte (an LF) must come */
-		return fail(req, HTTP_E_HEADERS_TOO_LARGE,
+		return fail(h, HTTP_E_HEADERS_TOO_LARGE,
 			    "header section too large");
 	}
 	return HTTP_PARSE_INCOMPLETE;
+}
+
+/* ------------------------------------------------------------- requests */
+
+static const struct http_head_syntax request_syntax = {
+	.start_line = request_line,
+	.semantics = semantics,
+	.max_leading_empty = MAX_LEADING_EMPTY,
+	.leading_empty_why = "empty lines before request",
+	.start_too_long = HTTP_E_URI_TOO_LONG,
+	.start_too_long_why = "request line too long",
+};
+
+ssize_t http_parse_request(struct http_parser *p, const char *buf, size_t len,
+			   const struct http_limits *lim,
+			   struct http_request *req)
+{
+	const struct http_head h = {
+		&request_syntax, req, req->headers, &req->num_headers,
+		&req->error, &req->why,
+	};
+
+	return http_head_parse(p, buf, len, lim, &h);
 }
 
 /* HTTP/2's request line: pseudo-header fields (http_request_from_fields). */
@@ -585,15 +589,8 @@ const struct http_header *http_find_header(const struct http_request *req,
 
 	for (i = 0; i < req->num_headers; i++) {
 		const struct http_header *h = &req->headers[i];
-		size_t k;
 
-		if (h->name.len != n)
-			continue;
-		for (k = 0; k < n; k++)
-			if (http_lower((unsigned char)h->name.p[k]) !=
-			    http_lower((unsigned char)name[k]))
-				break;
-		if (k == n)
+		if (http_case_eq(h->name.p, h->name.len, name, n))
 			return h;
 	}
 	return NULL;

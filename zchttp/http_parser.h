@@ -1,5 +1,6 @@
 /*
  * http_parser.h - HTTP/1.x request heads, byte ranges and HTTP-dates.
+ * (Response heads, for a proxy: http_response.h.)
  *
  * A strict, incremental, allocation-free parser for the head of an HTTP/1.0
  * or HTTP/1.1 request (RFC 9110, RFC 9112), in the spirit of picohttpparser
@@ -195,11 +196,12 @@ struct http_request {
 	const char *why;
 };
 
-/* Parser state between calls: offsets only.  Private to http_parser.c. */
+/* Parser state between calls: offsets only.  Private to http_parser.c;
+ * the response parser (http_response.h) uses it too. */
 struct http_parser {
 	size_t scanned;		/* bytes searched for line ends */
 	size_t line_start;	/* start of the line being received */
-	size_t rl_start;	/* start of the request line */
+	size_t rl_start;	/* start of the request (or status) line */
 	size_t rl_end;		/* just past its line end; 0: not yet seen */
 	size_t nfields;		/* header lines completed */
 	unsigned nempty;	/* empty lines skipped before the request */
