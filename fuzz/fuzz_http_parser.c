@@ -28,6 +28,7 @@
 #include "uri.h"
 
 #include "fuzz_check.h"
+#include "fuzz_http.h"
 
 #define MAX_FIELDS 8
 static const struct http_limits lim = { 256, MAX_FIELDS, 1024 };
@@ -38,20 +39,10 @@ struct result {
 	struct http_header slots[MAX_FIELDS];
 };
 
-static void check_str(struct http_str s, const char *base, size_t n)
-{
-	if (!s.p) {
-		CHECK(s.len == 0);
-		return;
-	}
-	CHECK(s.p >= base && s.p <= base + n);
-	CHECK(s.len <= (size_t)(base + n - s.p));
-}
-
 static void check_result(const struct result *r, const char *buf, size_t size)
 {
 	const struct http_request *q = &r->req;
-	size_t i, n;
+	size_t n;
 
 	CHECK(r->ret == HTTP_PARSE_ERROR || r->ret == HTTP_PARSE_INCOMPLETE ||
 	      (r->ret > 0 && (size_t)r->ret <= size));
@@ -82,22 +73,7 @@ static void check_result(const struct result *r, const char *buf, size_t size)
 	if (q->minor == 1)
 		CHECK(q->host.p != NULL);
 	CHECK(!((q->flags & HTTP_F_CHUNKED) && (q->flags & HTTP_F_CONTENT_LENGTH)));
-	for (i = 0; i < q->num_headers; i++) {
-		check_str(q->headers[i].name, buf, n);
-		check_str(q->headers[i].value, buf, n);
-		CHECK(q->headers[i].name.len > 0);
-		CHECK(!memchr(q->headers[i].value.p, '\0', q->headers[i].value.len));
-		CHECK(!memchr(q->headers[i].value.p, '\r', q->headers[i].value.len));
-		CHECK(!memchr(q->headers[i].value.p, '\n', q->headers[i].value.len));
-	}
-}
-
-#define OFF(s, base) ((s).p ? (s).p - (base) : -1)
-
-static int same_str(struct http_str a, const char *ba, struct http_str b,
-		    const char *bb)
-{
-	return a.len == b.len && OFF(a, ba) == OFF(b, bb);
+	check_fields(q->headers, q->num_headers, buf, n);
 }
 
 /* a parsed from buffer ba, b from bb (possibly another copy). */
@@ -105,7 +81,6 @@ static void check_same(const struct result *a, const char *ba,
 		       const struct result *b, const char *bb)
 {
 	const struct http_request *x = &a->req, *y = &b->req;
-	size_t i;
 
 	CHECK(a->ret == b->ret);
 	if (a->ret == HTTP_PARSE_ERROR)
@@ -126,28 +101,27 @@ static void check_same(const struct result *a, const char *ba,
 	CHECK(same_str(x->if_none_match, ba, y->if_none_match, bb));
 	CHECK(same_str(x->if_modified_since, ba, y->if_modified_since, bb));
 	CHECK(same_str(x->expect, ba, y->expect, bb));
-	for (i = 0; i < x->num_headers; i++) {
-		CHECK(same_str(x->headers[i].name, ba, y->headers[i].name, bb));
-		CHECK(same_str(x->headers[i].value, ba, y->headers[i].value, bb));
-	}
+	check_same_fields(x->headers, ba, y->headers, bb, x->num_headers);
 }
 
-/* Feed buf[0..size) growing through the given prefix lengths. */
+/* fuzz_parse_fn: one call into a struct result. */
+static ssize_t parse(void *res, struct http_parser *p, const char *buf,
+		     size_t len)
+{
+	struct result *r = res;
+
+	return r->ret = http_parse_request(p, buf, len, &lim, &r->req);
+}
+
+/* A fresh result of buf[0..size) fed through the given prefix lengths. */
 static void parse_pieces(struct result *r, const char *buf, size_t size,
 			 const size_t *cuts, size_t ncuts)
 {
 	struct http_parser p;
-	size_t i;
 
 	memset(r, 0, sizeof(*r));
 	r->req.headers = r->slots;
-	http_parser_init(&p);
-	for (i = 0; i < ncuts; i++) {
-		r->ret = http_parse_request(&p, buf, cuts[i], &lim, &r->req);
-		if (r->ret != HTTP_PARSE_INCOMPLETE)
-			return;
-	}
-	r->ret = http_parse_request(&p, buf, size, &lim, &r->req);
+	fuzz_pieces(parse, r, &p, buf, size, cuts, ncuts);
 }
 
 static void check_uri(const struct http_request *q)
@@ -235,27 +209,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Byte by byte, on a copy that moves after every call. */
 	if (size <= 2048) {
-		struct http_parser p;
-		char *a = malloc(size + 1), *b = malloc(size + 1);
+		struct fuzz_drip d;
 
-		CHECK(a && b);
-		memcpy(a, buf, size);
-		memcpy(b, buf, size);
 		memset(&moved, 0, sizeof(moved));
 		moved.req.headers = moved.slots;
-		http_parser_init(&p);
-		moved.ret = HTTP_PARSE_INCOMPLETE;
-		for (i = 1; i <= size && moved.ret == HTTP_PARSE_INCOMPLETE; i++) {
-			char *t = a;
-
-			moved.ret = http_parse_request(&p, a, i, &lim, &moved.req);
-			a = b;	/* the bytes stay, the address changes */
-			b = t;
-		}
-		/* moved.req points into b (the buffer of the last call) */
-		check_same(&all, buf, &moved, b);
-		free(a);
-		free(b);
+		fuzz_drip(&d, parse, &moved, buf, size);
+		check_same(&all, buf, &moved, d.last);
+		fuzz_drip_end(&d);
 	}
 
 	if (all.ret > 0) {

@@ -3,11 +3,12 @@
 # zchttp and the socket layer's input assembly with libFuzzer, and fold what is new into the corpus.
 #
 #   SECONDS   per target, default 60 (targets run one after the other)
-#   TARGET    http_parser (request heads), uri (path normalizer), fcgi
-#             (FastCGI records, name-value pairs, CGI response heads),
-#             chunked (chunked bodies), host (Host values: virtual
+#   TARGET    http_parser (request heads), http_response (upstream
+#             response heads: the reverse proxy), uri (path normalizer),
+#             fcgi (FastCGI records, name-value pairs, CGI response
+#             heads), chunked (chunked bodies), host (Host values: virtual
 #             hosts), sock_in (the socket layer's input assembly: split
-#             reads, ring receives, TLS records); default: all six
+#             reads, ring receives, TLS records); default: all seven
 #
 # Builds build-fuzz/fuzz_<target> with clang -fsanitize=fuzzer,address,
 # undefined (Debian: clang + libclang-rt-14-dev, which ci/deps.sh installs),
@@ -23,7 +24,8 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(http_parser uri fcgi chunked host sock_in)
+[ ${#targets[@]} -gt 0 ] ||
+	targets=(http_parser http_response uri fcgi chunked host sock_in)
 
 out=build-fuzz
 mkdir -p "$out/artifacts"
@@ -34,9 +36,10 @@ if ! "$CC" --version 2>/dev/null | grep -q clang; then
 fi
 cflags=(-g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer -Izchttp -Iserver/net)
-lib=(zchttp/http_parser.c zchttp/http_range.c zchttp/http_date.c zchttp/uri.c
-	zchttp/fcgi_proto.c zchttp/http_chunked.c zchttp/http_accept.c
-	zchttp/http_host.c server/net/sock_in.c)
+lib=(zchttp/http_parser.c zchttp/http_response.c zchttp/http_range.c
+	zchttp/http_date.c zchttp/uri.c zchttp/fcgi_proto.c
+	zchttp/http_chunked.c zchttp/http_accept.c zchttp/http_host.c
+	server/net/sock_in.c)
 
 status=0
 for t in "${targets[@]}"; do
