@@ -8,12 +8,13 @@
 #   make bench    install what is missing, build, run the IPC benchmark
 #   make bench-static  zchttpd vs nginx vs h2o vs the floor with wrk, 0.5 CPU per server (about 35 minutes)
 #   make bench-fastcgi zchttpd + FastCGI (zero-copy, socket, php-fpm) vs nginx, 0.5 CPU per configuration (about 60 minutes)
+#   make bench-proxy   zchttpd's reverse proxy vs nginx, HAProxy, h2o and the relay floor, 0.5 CPU per proxy (about 20 minutes)
 #   make static   static musl zchttpd in build-static/ (ci/static.sh; docs/deploy.md)
 #   make image    container image from it (ci/image.sh, buildah; docs/deploy.md)
 #   make deps     install what is missing (Debian packages, .venv)
 #   make clean    remove the build trees
 
-.PHONY: all build static image deps run test bench bench-static bench-fastcgi bench-replay precompress clean
+.PHONY: all build static image deps run test bench bench-static bench-fastcgi bench-proxy bench-replay precompress clean
 
 all: build
 
@@ -43,6 +44,9 @@ bench-static: deps build
 
 bench-fastcgi: deps build
 	bench/zcbench fastcgi
+
+bench-proxy: deps build
+	bench/zcbench proxy
 
 # A 100,000-request Zipf trace played against zchttpd (per policy), nginx, h2o.
 bench-replay: deps build
