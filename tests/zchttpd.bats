@@ -219,6 +219,20 @@ teardown() {
 	[[ "$output" =~ ^127\.0\.0\.1\ -\ -\ \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8}\ \+0000\]\ \"GET\ /small.txt\ HTTP/1.1\"\ 200\ [0-9]+\ \"http://ref/\"\ \"agent\ \\x22quoted\\x22\"$ ]]
 }
 
+@test "the access log's bytes are the body's, as Combined Log Format means them" {
+	size=$(stat -c %s "$ROOT/small.txt")
+	curl -s "$URL/small.txt" >/dev/null
+	curl -sI "$URL/small.txt" >/dev/null
+	curl -s "$URL/no-such-file" >/dev/null
+	stop_server
+	grep -q "\"GET /small.txt HTTP/1.1\" 200 $size " "$BATS_TEST_TMPDIR/access.log"
+	grep -q '"HEAD /small.txt HTTP/1.1" 200 0 ' "$BATS_TEST_TMPDIR/access.log"
+	# an error page's body: the page, not its head
+	grep -qE '"GET /no-such-file HTTP/1.1" 404 [0-9]+ ' "$BATS_TEST_TMPDIR/access.log"
+	n=$(grep '"GET /no-such-file' "$BATS_TEST_TMPDIR/access.log" | head -1 | awk '{print $10}')
+	[ "$n" -gt 0 ] && [ "$n" -lt 200 ]
+}
+
 @test "slow headers time out with 408 (slowloris)" {
 	teardown
 	start_server --header-timeout 500

@@ -211,6 +211,16 @@ void access_log_request_proto(struct access_log *l,
 			      const struct http_request *req,
 			      const char *proto, int status, uint64_t bytes)
 {
+	access_log_request_upstream(l, peer, req, proto, status, bytes, NULL,
+				    0);
+}
+
+void access_log_request_upstream(struct access_log *l,
+				 const struct sockaddr_storage *peer,
+				 const struct http_request *req,
+				 const char *proto, int status, uint64_t bytes,
+				 const char *upstream, uint64_t upstream_ms)
+{
 	/* Formatted by hand, not by printf: this runs once per request. */
 	struct line o;
 	const struct http_str *ref, *ua;
@@ -247,8 +257,20 @@ void access_log_request_proto(struct access_log *l,
 	put_escaped(&o, ref ? ref->p : NULL, ref ? ref->len : 0, 512);
 	put_lit(&o, "\" \"");
 	put_escaped(&o, ua ? ua->p : NULL, ua ? ua->len : 0, 512);
-	o.buf[o.len++] = '"';		/* the two bytes kept back */
-	o.buf[o.len++] = '\n';
+	if (upstream) {
+		put_lit(&o, "\" upstream=");
+		put_escaped(&o, upstream, strlen(upstream), 256);
+		put_lit(&o, " upstream_time=");
+		put_dec(&o, upstream_ms / 1000);
+		put_lit(&o, ".");
+		put_dec(&o, upstream_ms / 100 % 10);
+		put_dec(&o, upstream_ms / 10 % 10);
+		put_dec(&o, upstream_ms % 10);
+		o.buf[o.len++] = '\n';	/* one of the two bytes kept back */
+	} else {
+		o.buf[o.len++] = '"';	/* the two bytes kept back */
+		o.buf[o.len++] = '\n';
+	}
 	if (l->len + o.len > sizeof(l->buf))
 		access_log_flush(l);
 	memcpy(l->buf + l->len, o.buf, o.len);

@@ -22,6 +22,15 @@ void access_log_request_proto(struct access_log *log,
 			      const struct sockaddr_storage *peer,
 			      const struct http_request *req,
 			      const char *proto, int status, uint64_t bytes);
+/* The same, with the upstream that answered a proxied request and its
+ * time in milliseconds after the Combined fields (" upstream=ADDR
+ * upstream_time=S.mmm", as nginx's $upstream_addr and
+ * $upstream_response_time); upstream NULL: none. */
+void access_log_request_upstream(struct access_log *log,
+				 const struct sockaddr_storage *peer,
+				 const struct http_request *req,
+				 const char *proto, int status, uint64_t bytes,
+				 const char *upstream, uint64_t upstream_ms);
 static inline void access_log_request(struct access_log *log,
 				      const struct sockaddr_storage *peer,
 				      const struct http_request *req,

@@ -444,8 +444,9 @@ static void complete(struct zh_conn *c, zh_answer how)
 		r->body_bytes = 0;
 		if (err >= 500 && err != 501 && err != 503)
 			r->keep_alive = false;
-		if (resp_error(c->out, err, r->head_only, r->keep_alive,
-			       err == 405 ? "Allow: GET, HEAD\r\n" : NULL))
+		if (resp_error_sized(c->out, err, r->head_only, r->keep_alive,
+				     err == 405 ? "Allow: GET, HEAD\r\n" : NULL,
+				     &r->body_bytes))
 			r->keep_alive = false;
 	} else if (r->entry) {
 		cache_pin(w->cache, r->entry);
@@ -458,8 +459,12 @@ static void complete(struct zh_conn *c, zh_answer how)
 		r->entry = NULL;
 	}
 	zh_count_status(w, r->status);
-	access_log_request(r->vhost->log, &c->peer, &r->http, r->status,
-			   conn_queued_end(c) - c->req_start);
+	/* The body's bytes, as Combined Log Format means them (Apache's
+	 * %b, nginx's $body_bytes_sent): what log analysers take for the
+	 * object's size. */
+	access_log_request_upstream(r->vhost->log, &c->peer, &r->http, NULL,
+				    r->status, r->body_bytes, r->upstream,
+				    r->upstream_ms);
 	if (!r->keep_alive)
 		c->close_after = true;
 }
@@ -525,11 +530,14 @@ static bool answer_buffered(struct zh_conn *c)
 			r = HTTP_PARSE_ERROR;
 		}
 		if (r == HTTP_PARSE_ERROR) {
-			resp_error(c->out, req->error, false, false, NULL);
+			uint64_t page = 0;
+
+			resp_error_sized(c->out, req->error, false, false, NULL,
+					 &page);
 			zh_count_status(w, req->error);
 			/* Unparsed: no Host to go by, the default site's. */
 			access_log_request(w->vhosts[w->cfg->default_site].log,
-					   &c->peer, NULL, req->error, 0);
+					   &c->peer, NULL, req->error, page);
 			c->close_after = true;
 			c->linger = true;
 			drop_input(c);

@@ -195,20 +195,47 @@ ssize_t request_read(struct zh_request *r)
 int request_continue(struct zh_request *r)
 {
 	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-	struct zh_conn *c = r->conn;
-	int err;
 
 	if (r->stream)
 		return h2_req_continue(r);
-	if (r->http.minor < 1)
+	return request_interim(r, cont, sizeof(cont) - 1);
+}
+
+int request_interim(struct zh_request *r, const char *head, size_t len)
+{
+	struct zh_conn *c = r->conn;
+
+	if (r->stream || r->http.minor < 1)
 		return 0;	/* HTTP/1.0 knows no interim responses */
-	err = zc_agg_append_bytes(c->out, NULL, cont, sizeof(cont) - 1);
-	if (err)
-		return err;
+	if (zc_agg_append_bytes(c->out, NULL, head, len))
+		return 503;
 	/* Not part of the final response (error pages, the log). */
-	c->req_start += sizeof(cont) - 1;
+	c->req_start += len;
 	conn_post(c);
 	return 0;
+}
+
+void request_send_wait(struct zh_request *r)
+{
+	if (r->stream) {
+		h2_req_send_wait(r);
+		return;
+	}
+	/* conn.c calls the drained hook once its output is empty. */
+	r->conn->paused = true;
+	conn_post(r->conn);
+}
+
+bool request_takes_pipes(struct zh_request *r)
+{
+	return !r->stream && sock_sends_by_reference(&r->conn->sock);
+}
+
+bool request_secure(const struct zh_request *r)
+{
+	if (r->stream)
+		return h2_req_secure(r);
+	return sock_secure(&r->conn->sock);
 }
 
 void request_redirect(struct zh_request *r, const char *path, size_t len)

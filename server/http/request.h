@@ -130,6 +130,10 @@ struct zh_request {
 					 * (request_read returns 0 there) */
 	int status;			/* the status sent (access log, counters) */
 	uint64_t body_bytes;		/* bytes of body in the response */
+	const char *upstream;		/* the server that answered (a proxy's:
+					 * the access log); NULL: none */
+	uint64_t upstream_ms;		/* ... from the request sent to the
+					 * response's end */
 	struct cache_entry *entry;	/* a cache entry the response body uses,
 					 * with a reference the request holds
 					 * until the connection pins the entry
@@ -204,6 +208,21 @@ ssize_t request_read_body(struct zh_request *r, zc_agg **body, size_t want);
 ssize_t request_read(struct zh_request *r);
 /* Queue "100 Continue" ahead of the response (Expect: 100-continue). */
 int request_continue(struct zh_request *r);
+/* Queue an interim (1xx) response head ahead of the final one (a proxy
+ * passing on its upstream's 103 Early Hints, 100 Continue): HTTP/1.1
+ * only; for HTTP/1.0 and HTTP/2 nothing is sent.  0, or 503. */
+int request_interim(struct zh_request *r, const char *head, size_t len);
+/* Like request_send, and the drained hook is called once everything
+ * queued has been sent (not merely fallen below the high-water mark): for
+ * a handler whose bytes wait in a bounded place of their own until they
+ * leave (a splice pipe). */
+void request_send_wait(struct zh_request *r);
+/* Whether the response may hold pipe slices (zc.h): the client's socket
+ * writes its output with iol_write (HTTP/1.x over plain TCP, or kernel
+ * TLS).  Not on HTTP/2 (frames), nor TLS in user space (copies out). */
+bool request_takes_pipes(struct zh_request *r);
+/* Whether the client came over TLS. */
+bool request_secure(const struct zh_request *r);
 /* The protocol of the request, as the access log and CGI's
  * SERVER_PROTOCOL name it: "HTTP/1.0", "HTTP/1.1", "HTTP/2.0". */
 const char *request_protocol(const struct zh_request *r);

@@ -200,6 +200,14 @@ void resp_end(struct resp_head *h, bool keep_alive)
 int resp_error(zc_agg *out, int status, bool head_only, bool keep_alive,
 	       const char *extra_header)
 {
+	return resp_error_sized(out, status, head_only, keep_alive,
+				extra_header, NULL);
+}
+
+int resp_error_sized(zc_agg *out, int status, bool head_only,
+		     bool keep_alive, const char *extra_header,
+		     uint64_t *body_len)
+{
 	struct resp_head h = { .buf = NULL };
 	char body[256];
 	int n;
@@ -218,5 +226,7 @@ int resp_error(zc_agg *out, int status, bool head_only, bool keep_alive,
 		append(&h, body, (size_t)n);
 	if (h.overflow)
 		return -1;
+	if (body_len)
+		*body_len = head_only ? 0 : (uint64_t)n;
 	return zc_agg_append_bytes(out, NULL, h.buf, h.len);
 }

@@ -65,6 +65,11 @@ const char *resp_reason(int status);
  * HTML body; no body for HEAD) to out. */
 int resp_error(zc_agg *out, int status, bool head_only, bool keep_alive,
 	       const char *extra_header);
+/* The same, telling the size of the page's body (the access log's bytes
+ * field: the body, as Combined Log Format means it). */
+int resp_error_sized(zc_agg *out, int status, bool head_only,
+		     bool keep_alive, const char *extra_header,
+		     uint64_t *body_len);
 
 /* The Date value, now: formatted again only when the second changed. */
 const char *resp_date(void);

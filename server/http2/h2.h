@@ -81,5 +81,9 @@ int h2_req_continue(struct zh_request *r);
 /* Does the stream's socket copy DATA payloads from file mappings (h2c;
  * over TLS the record layer copies everything out itself)? */
 bool h2_req_copies_mapped(const struct zh_request *r);
+/* request_send, with the drained hook once the stream's output is low. */
+void h2_req_send_wait(struct zh_request *r);
+/* The stream's connection is HTTPS. */
+bool h2_req_secure(const struct zh_request *r);
 
 #endif

@@ -165,9 +165,14 @@ static int move_front(zc_agg *dst, zc_agg *src, size_t n)
 		case ZC_SLICE_FILE:
 			err = zc_agg_append_file(dst, sl.file, sl.off, k);
 			break;
-		default:
+		case ZC_SLICE_MEM:
 			err = zc_agg_append_mem(dst, (const char *)sl.mem +
 							  sl.off, k);
+			break;
+		default:
+			/* A pipe's bytes leave only by iol_write, in order:
+			 * never on a stream (request_takes_pipes). */
+			err = -EINVAL;
 			break;
 		}
 		if (err)

@@ -91,6 +91,18 @@ bool h2_req_send(struct zh_request *r)
 	abort();
 }
 
+void h2_req_send_wait(struct zh_request *r)
+{
+	(void)r;
+	abort();
+}
+
+bool h2_req_secure(const struct zh_request *r)
+{
+	(void)r;
+	abort();
+}
+
 void h2_req_input(struct zh_request *r, const char **p, size_t *len)
 {
 	(void)r;

@@ -484,8 +484,9 @@ static void complete(struct h2_stream *s, zh_answer how)
 		drop_head(s);
 		r->status = err;
 		r->body_bytes = 0;
-		if (resp_error(s->out, err, r->head_only, false,
-			       err == 405 ? "Allow: GET, HEAD\r\n" : NULL))
+		if (resp_error_sized(s->out, err, r->head_only, false,
+				     err == 405 ? "Allow: GET, HEAD\r\n" : NULL,
+				     &r->body_bytes))
 			cut = true;
 	} else if (!cut && r->entry && !h2_out_pin_reserve(&h->out)) {
 		cache_pin(w->cache, r->entry);
@@ -512,10 +513,10 @@ static void complete(struct h2_stream *s, zh_answer how)
 	zh_count_status(w, r->status);
 	/* A head that was not made into a request logs as HTTP/1.1's that
 	 * do not parse: "-". */
-	access_log_request_proto(r->vhost->log, &h->c->peer,
-				 r->http.method_str.p ? &r->http : NULL,
-				 "HTTP/2.0", r->status,
-				 s->framed + zc_agg_len(s->out));
+	access_log_request_upstream(r->vhost->log, &h->c->peer,
+				    r->http.method_str.p ? &r->http : NULL,
+				    "HTTP/2.0", r->status, r->body_bytes,
+				    r->upstream, r->upstream_ms);
 }
 
 /* Route r (a new head, or a local redirect) and answer it when its
@@ -727,6 +728,20 @@ bool h2_req_send(struct zh_request *r)
 		return true;
 	s->paused = true;
 	return false;
+}
+
+void h2_req_send_wait(struct zh_request *r)
+{
+	struct h2_stream *s = of(r);
+
+	h2_req_send(r);
+	s->paused = true;
+	h2_stream_news(s);
+}
+
+bool h2_req_secure(const struct zh_request *r)
+{
+	return r->stream->h->tls;
 }
 
 void h2_req_input(struct zh_request *r, const char **p, size_t *len)

@@ -411,6 +411,11 @@ ssize_t sock_send(struct zh_sock *s, zc_agg *out)
 	return s->layer->send(s, out);
 }
 
+bool sock_sends_by_reference(const struct zh_sock *s)
+{
+	return !s->layer->by_reference || s->layer->by_reference(s);
+}
+
 void sock_shutdown(struct zh_sock *s)
 {
 	if (s->layer->shutdown)

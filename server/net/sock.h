@@ -183,6 +183,15 @@ static inline void sock_set_hooks(struct zh_sock *s,
 	s->data = data;
 }
 
+/* Whether sock_send writes with iol_write, so that an aggregate may hold
+ * pipe slices (zc.h): plain TCP, or TLS whose records the kernel makes. */
+bool sock_sends_by_reference(const struct zh_sock *s);
+/* HTTPS. */
+static inline bool sock_secure(const struct zh_sock *s)
+{
+	return s->tls != NULL;
+}
+
 /* HTTPS whose handshake is not done yet. */
 static inline bool sock_handshaking(const struct zh_sock *s)
 {

@@ -26,6 +26,8 @@ struct sock_layer {
 	void (*shutdown)(struct zh_sock *s);
 	/* Before close(fd); NULL: nothing to free. */
 	void (*close)(struct zh_sock *s);
+	/* send writes with iol_write (pipe slices allowed); NULL: always. */
+	bool (*by_reference)(const struct zh_sock *s);
 };
 
 /* sock_tls.c: HTTPS on s->tls (made by sock_tls_open, with the contexts

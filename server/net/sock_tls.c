@@ -82,7 +82,13 @@ static void tls_layer_close(struct zh_sock *s)
 	s->tls = NULL;
 }
 
+static bool tls_layer_by_reference(const struct zh_sock *s)
+{
+	return !s->handshake && tls_kernel_sends(s->tls);
+}
+
 const struct sock_layer sock_tls_layer = {
+	.by_reference = tls_layer_by_reference,
 	.recv = tls_layer_recv,
 	.decoded = tls_layer_decoded,
 	.read_agg = tls_layer_read_agg,

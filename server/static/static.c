@@ -126,8 +126,8 @@ static int redirect_slash(struct zh_request *r, const struct uri_path *up)
 	if (n < 0 || (size_t)n >= sizeof(loc))
 		return 414;
 	r->status = 301;
-	return resp_error(request_out(r), 301, r->head_only, r->keep_alive,
-			  loc) ? 500 : 0;
+	return resp_error_sized(request_out(r), 301, r->head_only,
+				r->keep_alive, loc, &r->body_bytes) ? 500 : 0;
 }
 
 
@@ -414,8 +414,9 @@ static zh_answer serve_entry(struct zh_request *r, struct cache_entry *e,
 			snprintf(cr, sizeof(cr), "Content-Range: bytes */%llu\r\n",
 				 (unsigned long long)e->v.size);
 			r->status = 416;
-			return zh_status(resp_error(out, 416, r->head_only,
-						    r->keep_alive, cr) ? 500 : 0);
+			return zh_status(resp_error_sized(out, 416,
+						r->head_only, r->keep_alive,
+						cr, &r->body_bytes) ? 500 : 0);
 		}
 		case HTTP_RANGE_IGNORE:
 			start = 0;
