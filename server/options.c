@@ -31,6 +31,7 @@
 #include "http_host.h"
 #include "listen.h"
 #include "options.h"
+#include "proxy.h"
 #include "tls.h"
 #include "vhost.h"
 
@@ -63,7 +64,8 @@ void options_usage(FILE *f)
 "  --max-headers N            header fields (default 100, at most 256; more: 431)\n"
 "  --max-header-bytes N       bytes of header fields (default 16384; more: 431)\n"
 "  --max-body SIZE            largest request body (default 1m; more: 413);\n"
-"                             only FastCGI applications take bodies\n"
+"                             only FastCGI applications and proxied routes\n"
+"                             take bodies\n"
 "  --cache-size BYTES         unified cache budget, one cache shared by every\n"
 "                             worker (default 256M)\n"
 "  --cache-entries N          files the cache describes at most (default 16384)\n"
@@ -108,6 +110,36 @@ void options_usage(FILE *f)
 "                             1: one at a time)\n"
 "  --fastcgi-idle MS          close a backend connection unused this long\n"
 "                             (default 2000; it holds an app process meanwhile)\n"
+"  --proxy MATCH=URL[,URL...] send requests whose path starts with MATCH to the\n"
+"                             HTTP/1.1 servers URL: http://HOST:PORT[/PATH] or\n"
+"                             unix:PATH, each with weight=N, backup; or @NAME for\n"
+"                             an upstream block of --config; repeatable\n"
+"                             (docs/proxy.md)\n"
+"  --proxy-balance WAY        round-robin (default), least-conn, hash-uri,\n"
+"                             hash-client, hash-header:NAME\n"
+"  --proxy-keepalive N        idle connections kept per server per worker (32)\n"
+"  --proxy-conns N            connections per server per worker (0: no limit)\n"
+"  --proxy-queue N            requests waiting for a connection (1024; then 503)\n"
+"  --proxy-connect-timeout MS connecting to a server (5000; then the next, or 502)\n"
+"  --proxy-timeout MS         for the response head, and between reads (60000;\n"
+"                             then 504)\n"
+"  --proxy-idle MS            close an unused upstream connection (30000)\n"
+"  --proxy-max-fails N        failures in a row that take a server out (1) ...\n"
+"  --proxy-fail-timeout MS    ... for this long (10000)\n"
+"  --proxy-health PATH        check every server with GET PATH (default off)\n"
+"  --proxy-health-interval MS every this long (5000)\n"
+"  --proxy-health-status N    the status that passes (default: any 2xx, 3xx)\n"
+"  --proxy-health-rise N, --proxy-health-fall N\n"
+"                             checks in a row that bring a server back (2) or\n"
+"                             take it out (3)\n"
+"  --proxy-host pass|upstream|NAME\n"
+"                             the Host sent upstream (default: the client's)\n"
+"  --proxy-via on|off         add Via to requests and responses (default on)\n"
+"  --proxy-trust NET[,NET]    clients whose X-Forwarded-* and Forwarded are\n"
+"                             kept and extended (default: none, replaced)\n"
+"  --proxy-splice-min SIZE    response bodies from this size on are relayed by\n"
+"                             splice where the client allows (default 64k)\n"
+"  --proxy-pipe-size SIZE     a splice pipe's capacity (default 256k)\n"
 "  --follow-symlinks-outside  serve symlinks that lead out of the root\n"
 "  --tls-listen ADDR          also serve HTTPS on ADDR (TLS 1.2 and 1.3)\n"
 "  --tls-cert FILE            certificate chain (PEM); repeatable: SNI picks the\n"
@@ -170,6 +202,7 @@ void options_defaults(struct options *o)
 	o->cfg.h2.idle_timeout_ms = 30000;
 	o->cfg.h2.settings_timeout_ms = 10000;
 	o->cfg.log_level = ZL_NOTICE;
+	proxy_conf_defaults(&o->cfg.proxy);
 }
 
 void options_error(const struct options *o, const char *where,
@@ -299,6 +332,7 @@ void options_free(struct options *o)
 	o->cfg.sites = NULL;
 	o->cfg.names = NULL;
 	o->cfg.nsites = o->cfg.nnames = o->sites_cap = o->names_cap = 0;
+	proxy_conf_free(&o->cfg.proxy);
 	free(o->cfg.tls.certs);
 	o->cfg.tls.certs = NULL;
 	o->cfg.tls.ncerts = o->tls_cap = 0;
@@ -416,6 +450,7 @@ static int add_route(struct options *o, const char *val, bool spawn)
 		return -1;
 	rt.spec = options_keep(o, val);
 	rt.site = o->block;	/* 0: the command line's site */
+	rt.seq = o->route_seq++;
 	rt.match = rt.spec;
 	if (parse_match(&rt, val, (size_t)(eq - val)))
 		return -1;
@@ -486,17 +521,24 @@ static int apply(struct options *o, const char *name, const char *val,
 		if (!c->field) goto bad; } while (0)
 
 	if (o->block && strcmp(name, "fastcgi") &&
-	    strcmp(name, "fastcgi-spawn")) {
+	    strcmp(name, "fastcgi-spawn") && strcmp(name, "proxy")) {
 		/* Inside server { }: only what a site has of its own (its
-		 * FastCGI routes are added below, to the site's block). */
+		 * FastCGI and proxy routes are added below, to the site's
+		 * block). */
 		int err = vhost_option(o, name, val);
 
 		if (err <= 0)
 			return err;
 		options_error(o, NULL, "'%s' is not a per-site option "
 			      "(server blocks take name, root, access-log, "
-			      "fastcgi, fastcgi-spawn, default)", name);
+			      "fastcgi, fastcgi-spawn, proxy, default)", name);
 		return -1;
+	}
+	{
+		int err = proxy_option(o, name, val);
+
+		if (err <= 0)
+			return err;
 	}
 	if (!strcmp(name, "root")) {
 		NEED_VAL();
@@ -693,6 +735,10 @@ static int config_line(struct options *o, char *p, int depth)
 		while (*val == ' ' || *val == '\t')
 			val++;
 	}
+	int err = proxy_config_line(o, name, val);
+
+	if (err <= 0)
+		return err;
 	if (!strcmp(name, "server") && val && !strcmp(val, "{")) {
 		if (o->block) {
 			options_error(o, NULL, "server blocks do not nest");
@@ -812,5 +858,7 @@ unknown:
 		options_error(o, NULL, "--tls-cert without --tls-listen");
 		return -1;
 	}
+	if (proxy_conf_finish(o))
+		return -1;
 	return vhost_finish(o);
 }

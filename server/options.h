@@ -25,6 +25,10 @@ struct options {
 	const char *file;
 	unsigned line;
 	unsigned block;
+	unsigned upstream;	/* the `upstream { }` block being read:
+				 * its group + 1 (0: none) */
+	unsigned route_seq;	/* routes so far (FastCGI and proxy):
+				 * the order the router tries them in */
 };
 
 void options_defaults(struct options *o);

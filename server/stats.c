@@ -68,6 +68,25 @@ static void add(struct worker_stats *t, const struct worker_stats *s,
 	t->h2.bytes_copied += s->h2.bytes_copied;
 	t->fcgi.requests += s->fcgi.requests;
 	t->fcgi.pipelined += s->fcgi.pipelined;
+	t->proxy.requests += s->proxy.requests;
+	t->proxy.retries += s->proxy.retries;
+	t->proxy.spliced += s->proxy.spliced;
+	t->proxy.tunnels += s->proxy.tunnels;
+	for (int i = 0; i < ZH_PROXY_MAX_SERVERS; i++) {
+		const struct proxy_server_stats *a = &s->proxy.server[i];
+		struct proxy_server_stats *b = &t->proxy.server[i];
+
+		b->requests += a->requests;
+		b->failures += a->failures;
+		b->bytes_spliced += a->bytes_spliced;
+		b->bytes_copied += a->bytes_copied;
+		if (gauges) {
+			b->active += a->active;
+			b->idle += a->idle;
+			/* Out of service for any worker: down. */
+			b->down |= a->down;
+		}
+	}
 	if (!gauges)
 		return;
 	t->conns_open += s->conns_open;

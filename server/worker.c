@@ -48,6 +48,7 @@ static void begin_stop(struct zh_worker *w)
 		w->tls_lfd = -1;
 	}
 	conn_close_idle(w);
+	proxy_worker_stop(w);
 	ev_timer_arm(w->loop, &t_shutdown, &shutdown_timer,
 		     on_shutdown_deadline);
 }
@@ -205,6 +206,9 @@ int worker_run(struct zh_worker *w)
 	err = fastcgi_worker_init(w);
 	if (err)
 		return err;
+	err = proxy_worker_init(w);
+	if (err)
+		return err;
 	err = router_init(&w->router, cfg);
 	if (err)
 		return err;
@@ -224,6 +228,7 @@ int worker_run(struct zh_worker *w)
 	conn_close_all(w);	/* abandons their helper jobs, aborts their
 				 * FastCGI requests */
 	fastcgi_worker_fini(w);
+	proxy_worker_fini(w);
 	router_fini(&w->router);
 	diskio_stop(w->diskio);	/* their requests are gone: jobs freed */
 	vhost_worker_fini(w);

@@ -23,6 +23,7 @@
 #include "event.h"
 #include "fastcgi.h"
 #include "http_parser.h"
+#include "proxy.h"
 #include "router.h"
 #include "sock.h"
 #include "tls_config.h"
@@ -96,6 +97,7 @@ struct zh_config {
 	unsigned fcgi_queue;		/* requests waiting for one: 503 beyond */
 	unsigned fcgi_pipeline;		/* requests in flight per zero-copy link */
 	unsigned fcgi_idle_ms;		/* an unused connection is closed */
+	struct zh_proxy_config proxy;	/* reverse proxy routes (proxy.h) */
 	struct zh_tls_config tls;	/* HTTPS (tls.h); tls.listen NULL: off */
 	struct zh_tls *tls_ctx;		/* built by the master from tls */
 	struct zh_h2_config {		/* HTTP/2 (h2.h) */
@@ -144,6 +146,7 @@ struct worker_stats {
 	struct tls_stats tls;		/* HTTPS connections (tls.h) */
 	struct h2_stats h2;		/* HTTP/2 connections */
 	struct fcgi_stats fcgi;		/* FastCGI (fcgi_upstream.c) */
+	struct proxy_stats proxy;	/* reverse proxy (proxy.h) */
 	pid_t pid;
 };
 
@@ -191,6 +194,7 @@ struct zh_worker {
 	struct cache *cache;		/* this worker's handle on it */
 	struct diskio *diskio;		/* helper threads, or NULL */
 	struct fcgi_upstream *upstreams;	/* one per FastCGI route */
+	struct proxy_worker *proxy;	/* upstream groups (proxy_int.h) */
 	char uri[ZH_PATH_MAX + 1];	/* the request path being routed
 					 * (router.c normalizes into it) */
 	/* Requests are parsed one at a time: header slots are per worker

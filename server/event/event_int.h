@@ -13,7 +13,7 @@
 #include "event_ring.h"
 
 #define EV_BATCH 256
-#define EV_MAX_TIMER_LISTS 16
+#define EV_MAX_TIMER_LISTS 32
 
 struct ev_handler {
 	ev_io_fn *fn;

@@ -37,6 +37,8 @@ enum zh_fcgi_transport {
 struct zh_fcgi_route {
 	const char *spec;		/* as written, for messages */
 	unsigned site;			/* the site it serves (vhost.h) */
+	unsigned seq;			/* its place among every route of the
+					 * site (the proxy's too): first wins */
 	const char *match;		/* "/app" prefix, or "*.php" suffix */
 	size_t match_len;
 	bool suffix;			/* match is "*.ext": the path's first

@@ -14,6 +14,7 @@
 
 #include "fastcgi.h"
 #include "handlers.h"
+#include "proxy.h"
 #include "router.h"
 #include "uri.h"
 #include "zchttpd.h"
@@ -59,6 +60,26 @@ static const struct zh_content fastcgi_content = {
 	.serve = fastcgi_run,
 };
 
+/* An HTTP upstream reads the body and answers any method; its route's
+ * prefix chooses it. */
+static bool proxy_match(const struct zh_request *r, const void *arg)
+{
+	return proxy_route_matches(arg, r->uri, r->uri_len);
+}
+
+static zh_answer proxy_run(struct zh_request *r, const void *arg)
+{
+	return proxy_serve(r, arg);
+}
+
+static const struct zh_content proxy_content = {
+	.name = "proxy",
+	.any_method = true,
+	.reads_body = true,
+	.match = proxy_match,
+	.serve = proxy_run,
+};
+
 static zh_answer static_run(struct zh_request *r, const void *arg)
 {
 	(void)arg;
@@ -92,18 +113,35 @@ int router_init(struct zh_router *rt, const struct zh_config *cfg)
 	for (unsigned s = 0; s < cfg->nsites; s++) {
 		struct zh_site_locations *sl = &rt->sites[s];
 
-		sl->loc = calloc(cfg->nfcgi + 1, sizeof(*sl->loc));
+		const struct zh_proxy_config *pc = &cfg->proxy;
+		unsigned f = 0, p = 0;
+
+		sl->loc = calloc(cfg->nfcgi + pc->nroutes + 1,
+				 sizeof(*sl->loc));
 		if (!sl->loc) {
 			router_fini(rt);
 			return -ENOMEM;
 		}
 		/* One route list for every site (the upstreams and spawned
-		 * processes are per route): each site takes its own, in
-		 * order; the first that matches wins. */
-		for (unsigned i = 0; i < cfg->nfcgi; i++)
-			if (cfg->fcgi[i].site == s)
+		 * processes are per route): each site takes its own, in the
+		 * order written, FastCGI and proxy routes merged by it; the
+		 * first that matches wins. */
+		while (f < cfg->nfcgi || p < pc->nroutes) {
+			bool fcgi = p == pc->nroutes ||
+				    (f < cfg->nfcgi &&
+				     cfg->fcgi[f].seq < pc->routes[p].seq);
+
+			if (fcgi && cfg->fcgi[f].site == s)
 				sl->loc[sl->n++] = (struct zh_location){
-					&fastcgi_content, &cfg->fcgi[i] };
+					&fastcgi_content, &cfg->fcgi[f] };
+			else if (!fcgi && pc->routes[p].site == s)
+				sl->loc[sl->n++] = (struct zh_location){
+					&proxy_content, &pc->routes[p] };
+			if (fcgi)
+				f++;
+			else
+				p++;
+		}
 		sl->loc[sl->n++] = (struct zh_location){ &static_content,
 							 NULL };
 	}

@@ -74,6 +74,47 @@ static int render_protocols_json(const struct worker_stats *t, char *b,
 		U(h->bytes_copied), U(t->fcgi.requests), U(t->fcgi.pipelined));
 }
 
+/* The reverse proxy (proxy.h): its requests, and per upstream server what
+ * it was sent, how it failed, whether it is in service, its connections
+ * and the body bytes relayed from it by splice and by copy. */
+static int render_proxy_json(const struct zh_worker *w,
+			     const struct worker_stats *t, char *b, size_t n)
+{
+	const struct zh_proxy_config *pc = &w->cfg->proxy;
+	const struct proxy_stats *p = &t->proxy;
+	size_t k = 0;
+	int m;
+
+	if (!pc->nroutes)
+		return 0;
+	m = snprintf(b, n, ",\"proxy\":{\"requests\":%llu,\"retries\":%llu,"
+		     "\"spliced\":%llu,\"tunnels\":%llu,\"servers\":[",
+		     U(p->requests), U(p->retries), U(p->spliced),
+		     U(p->tunnels));
+	if (m < 0 || (size_t)m >= n)
+		return -1;
+	k = (size_t)m;
+	for (unsigned i = 0; i < pc->nservers; i++) {
+		const struct zh_upstream_server *s = &pc->servers[i];
+		const struct proxy_server_stats *c = &p->server[i];
+
+		m = snprintf(b + k, n - k,
+			     "%s{\"server\":\"%s\",\"group\":\"%s\","
+			     "\"requests\":%llu,\"failures\":%llu,"
+			     "\"down\":%llu,\"active\":%llu,\"idle\":%llu,"
+			     "\"bytes_spliced\":%llu,\"bytes_copied\":%llu}",
+			     i ? "," : "", s->spec, pc->groups[s->group].name,
+			     U(c->requests), U(c->failures), U(c->down),
+			     U(c->active), U(c->idle), U(c->bytes_spliced),
+			     U(c->bytes_copied));
+		if (m < 0 || (size_t)m >= n - k)
+			return -1;
+		k += (size_t)m;
+	}
+	m = snprintf(b + k, n - k, "]}");
+	return m < 0 || (size_t)m >= n - k ? -1 : (int)(k + (size_t)m);
+}
+
 /* ?audit: the shared cache checked against itself (cache.h). */
 static int render_audit_json(const struct cache_audit *a, char *b, size_t n)
 {
@@ -126,6 +167,10 @@ static int render_json(const struct zh_worker *w, const struct worker_stats *t,
 		return -1;
 	k += m;
 	m = render_tls_json(w, t, b + k, n - (size_t)k);
+	if (m < 0 || (size_t)m >= n - (size_t)k)
+		return -1;
+	k += m;
+	m = render_proxy_json(w, t, b + k, n - (size_t)k);
 	if (m < 0 || (size_t)m >= n - (size_t)k)
 		return -1;
 	k += m;
@@ -258,6 +303,46 @@ static int render_prometheus(const struct zh_worker *w,
 	P("zchttpd_cache_bodies_loaded_total %llu\n", U(t->cache.bodies_loaded));
 	P("# TYPE zchttpd_cache_arena_bytes gauge\n");
 	P("zchttpd_cache_arena_bytes %llu\n", U(t->cache.arena_bytes));
+	if (w->cfg->proxy.nroutes) {
+		const struct zh_proxy_config *pc = &w->cfg->proxy;
+		static const char *const names[] = {
+			"requests_total", "failures_total", "down",
+			"connections_active", "connections_idle",
+		};
+
+		P("# TYPE zchttpd_proxy_requests_total counter\n");
+		P("zchttpd_proxy_requests_total %llu\n", U(t->proxy.requests));
+		P("# TYPE zchttpd_proxy_retries_total counter\n");
+		P("zchttpd_proxy_retries_total %llu\n", U(t->proxy.retries));
+		P("# TYPE zchttpd_proxy_spliced_responses_total counter\n");
+		P("zchttpd_proxy_spliced_responses_total %llu\n",
+		  U(t->proxy.spliced));
+		P("# TYPE zchttpd_proxy_tunnels_total counter\n");
+		P("zchttpd_proxy_tunnels_total %llu\n", U(t->proxy.tunnels));
+		for (unsigned f = 0; f < 5; f++) {
+			P("# TYPE zchttpd_upstream_%s %s\n", names[f],
+			  f < 2 ? "counter" : "gauge");
+			for (unsigned i = 0; i < pc->nservers; i++) {
+				const struct proxy_server_stats *c =
+					&t->proxy.server[i];
+				const uint64_t v[] = { c->requests, c->failures,
+						       c->down, c->active,
+						       c->idle };
+
+				P("zchttpd_upstream_%s{server=\"%s\"} %llu\n",
+				  names[f], pc->servers[i].spec, U(v[f]));
+			}
+		}
+		P("# TYPE zchttpd_upstream_body_bytes_total counter\n");
+		for (unsigned i = 0; i < pc->nservers; i++) {
+			P("zchttpd_upstream_body_bytes_total{server=\"%s\","
+			  "how=\"splice\"} %llu\n", pc->servers[i].spec,
+			  U(t->proxy.server[i].bytes_spliced));
+			P("zchttpd_upstream_body_bytes_total{server=\"%s\","
+			  "how=\"copy\"} %llu\n", pc->servers[i].spec,
+			  U(t->proxy.server[i].bytes_copied));
+		}
+	}
 	if (w->cfg->tls.listen) {
 		P("# TYPE zchttpd_tls_handshakes_total counter\n");
 		P("zchttpd_tls_handshakes_total{result=\"full\"} %llu\n",
@@ -289,7 +374,8 @@ zh_answer status_serve(struct zh_request *r)
 	struct worker_stats t;
 	struct resp_head h;
 	/* The fixed part, then a line per site name at most. */
-	size_t cap = 4096 + ZH_MAX_SITES * (HTTP_HOST_MAX + 64);
+	size_t cap = 4096 + ZH_MAX_SITES * (HTTP_HOST_MAX + 64) +
+		     w->cfg->proxy.nservers * 2048;
 	char *body;
 	int n, m;
 
