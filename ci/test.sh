@@ -252,14 +252,14 @@ shopt -u nullglob
 # Leak checking stays with the unit tests: LeakSanitizer's exit-time scan
 # of a process that keeps signals blocked (the master) can hang.
 ZCHTTPD=$PWD/build-asan/server/zchttpd ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-	run_bats_suite bats-asan asan tests/zchttpd.bats tests/precompressed.bats tests/tls.bats tests/fastcgi.bats tests/fastcgi_apps.bats tests/vhost.bats tests/cache_shared.bats tests/h2.bats
+	run_bats_suite bats-asan asan tests/zchttpd.bats tests/precompressed.bats tests/tls.bats tests/fastcgi.bats tests/fastcgi_apps.bats tests/vhost.bats tests/cache_shared.bats tests/h2.bats tests/proxy.bats
 # And both again on the io_uring loop (--event io_uring): every server those
 # files start runs on it (tests/helpers/server.bash).
 ZCHTTPD_EVENT=io_uring \
-	run_bats_suite bats-uring normal tests/zchttpd.bats tests/precompressed.bats tests/tls.bats tests/fastcgi.bats tests/fastcgi_apps.bats tests/vhost.bats tests/cache_shared.bats tests/h2.bats
+	run_bats_suite bats-uring normal tests/zchttpd.bats tests/precompressed.bats tests/tls.bats tests/fastcgi.bats tests/fastcgi_apps.bats tests/vhost.bats tests/cache_shared.bats tests/h2.bats tests/proxy.bats
 ZCHTTPD=$PWD/build-asan/server/zchttpd ZCHTTPD_EVENT=io_uring \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-	run_bats_suite bats-uring-asan asan tests/zchttpd.bats tests/precompressed.bats tests/tls.bats tests/fastcgi.bats tests/fastcgi_apps.bats tests/vhost.bats tests/cache_shared.bats tests/h2.bats
+	run_bats_suite bats-uring-asan asan tests/zchttpd.bats tests/precompressed.bats tests/tls.bats tests/fastcgi.bats tests/fastcgi_apps.bats tests/vhost.bats tests/cache_shared.bats tests/h2.bats tests/proxy.bats
 # zctee once more with ASan+UBSan.
 ZCTEE=$PWD/build-asan/preload/zctee ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	run_bats_suite bats-zctee-asan asan tests/zctee.bats

@@ -17,7 +17,7 @@
 
 export ZC_TEST_RUN="$BATS_RUN_TMPDIR"
 
-SERVER_NAMES='zchttpd|zcfloor|zcgen|zcwrap|zcecho|fcgi_probe|php-fpm.*|nginx|h2o|fcgiwrap|cgi-fcgi|wrk'
+SERVER_NAMES='zchttpd|zcfloor|zcgen|zcwrap|zcecho|fcgi_probe|php-fpm.*|nginx|h2o|fcgiwrap|cgi-fcgi|wrk|gunicorn|node|go_app|python3?|haproxy|zcrelay'
 
 # "STATE PPID" of a process, from /proc/PID/stat (its name, in
 # parentheses, may hold spaces: everything up to the last ") " is skipped).
