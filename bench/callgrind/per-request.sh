@@ -14,6 +14,10 @@
 #                                                       by zch2floor (the
 #                                                       floor of a server
 #                                                       on libnghttp2)
+#   bench/callgrind/per-request.sh proxy SIZE           GET /f of SIZE bytes
+#                                                       through --proxy from
+#                                                       an nginx origin (not
+#                                                       counted)
 #
 # Each count is the difference between two runs (200 warm-up requests, then
 # N1 and N2 keep-alive requests on one connection), divided by N2 - N1, so
@@ -34,11 +38,11 @@ kind=${1:-}
 case "$kind" in
 static) size=${2:?SIZE}; path=/f ;;
 fastcgi) transport=${2:?zc or sock}; size=${3:?SIZE}; path="/gen?size=$size" ;;
-h2c|h2floor) size=${2:?SIZE}; path=/f ;;
-*) sed -n '2,25p' "$0" >&2; exit 2 ;;
+h2c|h2floor|proxy) size=${2:?SIZE}; path=/f ;;
+*) sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac
 command -v valgrind >/dev/null || { echo "needs valgrind" >&2; exit 2; }
-[ "$kind" != static ] && [ "$kind" != fastcgi ] && ! command -v h2load >/dev/null &&
+{ [ "$kind" = h2c ] || [ "$kind" = h2floor ]; } && ! command -v h2load >/dev/null &&
 	{ echo "needs h2load (nghttp2-client)" >&2; exit 2; }
 
 if [ -n "${KEEP:-}" ]; then
@@ -50,12 +54,26 @@ fi
 mkdir -p "$work/root"
 [ "$kind" != fastcgi ] && head -c "$size" /dev/urandom > "$work/root/f"
 
+# proxy: the origin, nginx serving the same file, outside valgrind.
+if [ "$kind" = proxy ]; then
+	origin=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf '%s\n' "worker_processes 1; daemon off; pid $work/origin.pid;" \
+		"error_log $work/origin.err;" "events { worker_connections 1024; }" \
+		"http { access_log off; sendfile on; keepalive_requests 100000;" \
+		"       server { listen 127.0.0.1:$origin; root $work/root; } }" \
+		> "$work/origin.conf"
+	nginx -c "$work/origin.conf" -p "$work" &
+	origin_pid=$!
+	trap 'kill $origin_pid 2>/dev/null; wait $origin_pid 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+fi
+
 # run N: callgrind files of every process for 200 + N requests, in $work/N.
 run() {
 	local n=$1 out=$work/$1 port pid
 	local args=(--root "$work/root" --workers 1 --io-threads 0 ${ARGS:-})
 
 	[ "$kind" = h2c ] && args+=(--http2 on)
+	[ "$kind" = proxy ] && args+=(--proxy "/=http://127.0.0.1:$origin")
 
 	mkdir -p "$out"
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -73,7 +91,7 @@ run() {
 		--callgrind-out-file="$out/cg.%p" "$binary" \
 		"${args[@]}" --listen "127.0.0.1:$port" 2>"$out/valgrind.log" &
 	pid=$!
-	if [ "$kind" != static ] && [ "$kind" != fastcgi ]; then
+	if [ "$kind" = h2c ] || [ "$kind" = h2floor ]; then
 		h2c_requests "$port" "$n"
 	else
 		python3 - "$port" "$path" "$n" <<'PY'
