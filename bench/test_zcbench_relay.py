@@ -7,6 +7,7 @@ comes back; twenty connections at once; an upstream that refuses ends the
 client's connection and the relay goes on.  Loopback only; no timing."""
 import hashlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -64,6 +65,15 @@ class OriginServer(ThreadingHTTPServer):
         super().process_request(request, client_address)
 
 
+def stop(p):
+    """SIGTERM to the relay's process group (its workers too), then wait."""
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    p.wait(timeout=10)
+
+
 def start_relay(upstream_port):
     """A zcrelay with 2 workers in front of upstream_port; (process, port)
     once it accepts connections."""
@@ -94,8 +104,7 @@ def relay():
         s.sendall(get(close=True))
         assert read_response(f)[2] == BODY
     yield port
-    p.terminate()
-    p.wait(timeout=10)
+    stop(p)
     origin.shutdown()
     origin.server_close()
 
@@ -190,8 +199,7 @@ def test_refused_upstream_ends_the_client_connection():
                     pass
         assert p.poll() is None
     finally:
-        p.terminate()
-        p.wait(timeout=10)
+        stop(p)
 
 
 def test_usage():

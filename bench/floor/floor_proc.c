@@ -54,6 +54,8 @@ int floor_listen(const char *addr)
 
 void floor_run(int workers, void (*serve)(int lfd), int lfd)
 {
+	pid_t parent = getpid();
+
 	signal(SIGPIPE, SIG_IGN);
 	for (int i = 1; i < workers; i++) {
 		pid_t pid = fork();
@@ -62,6 +64,10 @@ void floor_run(int workers, void (*serve)(int lfd), int lfd)
 			die("fork");
 		if (pid == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			/* A parent that died between fork and prctl sent no
+			 * signal: the child would serve on, orphaned. */
+			if (getppid() != parent)
+				_exit(0);
 			serve(lfd);
 			_exit(0);
 		}
