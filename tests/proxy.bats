@@ -84,6 +84,11 @@ bodies_exact() { # url-prefix [curl options]
 	start_server --proxy "/=$UP"
 	bodies_exact "$URL"
 	[ "$(curl -sf "$URL/size/104857600" | sha)" = "$(pattern 104857600 | sha)" ]
+	# the large bodies went by splice, the small ones by copy
+	run curl -s "$URL/.zc/status"
+	[[ "$output" =~ \"spliced\":[1-9] ]]
+	[[ "$output" =~ \"bytes_spliced\":[1-9][0-9]{8} ]]
+	[[ "$output" =~ \"bytes_copied\":[1-9] ]]
 }
 
 @test "a route's path replaces its prefix; other paths stay static" {

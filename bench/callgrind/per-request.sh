@@ -54,8 +54,10 @@ fi
 mkdir -p "$work/root"
 [ "$kind" != fastcgi ] && head -c "$size" /dev/urandom > "$work/root/f"
 
-# proxy: the origin, nginx serving the same file, outside valgrind.
+# proxy: the origin, nginx serving the same file, outside valgrind (its
+# worker runs as nobody: mktemp's directory is opened to it).
 if [ "$kind" = proxy ]; then
+	chmod a+rx "$work"
 	origin=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	printf '%s\n' "worker_processes 1; daemon off; pid $work/origin.pid;" \
 		"error_log $work/origin.err;" "events { worker_connections 1024; }" \

@@ -61,7 +61,11 @@ from . import docroot as dr
 from .cpu import CLIENT_BOUND, client_cores, row_client_bound
 
 NAMES = ("zchttpd", "nginx", "haproxy", "haproxy-splice", "haproxy-splice-auto", "h2o", "relay",
-         "origin-direct", "zchttpd-direct")
+         "origin-direct", "zchttpd-direct", "zchttpd-splice", "zchttpd-copy")
+# zchttpd told to splice every response body, or none: what decides
+# --proxy-splice-min (docs/proxy.md, "Splice or copy, measured").
+ZCHTTPD_VARIANTS = {"zchttpd": [], "zchttpd-splice": ["--proxy-splice-min", "0"],
+                    "zchttpd-copy": ["--proxy-splice-min", "1g"]}
 PEERS = ("nginx", "haproxy", "haproxy-splice", "haproxy-splice-auto", "h2o")   # "the fastest peer"
 HAPROXY_SPLICE = {"haproxy": None, "haproxy-splice": "always", "haproxy-splice-auto": "auto"}
 REFERENCE = "zchttpd"
@@ -70,8 +74,10 @@ DIRECT = "zchttpd-direct"
 ORIGINS = ("nginx", "floor")
 DEFAULT_SIZES = "1k,100k,1m"
 # haproxy-splice-auto is left out by default: its heuristic spliced nothing
-# here (docs/bench-proxy.md), so it measured what haproxy measures.
-DEFAULT_SERVERS = ",".join(n for n in NAMES if n != "haproxy-splice-auto")
+# here (docs/bench-proxy.md), so it measured what haproxy measures; the
+# zchttpd variants are for the splice-or-copy question only.
+DEFAULT_SERVERS = ",".join(n for n in NAMES if n not in ("haproxy-splice-auto", "zchttpd-splice",
+                                                         "zchttpd-copy"))
 PROXY_BOUND = 0.85          # a proxy that used less of its budget was not the limit
 UPSTREAM_KEEPALIVE = 32     # nginx's `keepalive` (idle upstream connections kept)
 
@@ -86,7 +92,8 @@ STYLE = {"zchttpd": ("tab:red", "o", "-"), "nginx": ("tab:green", "s", "-"),
          "haproxy": ("tab:purple", "v", "-"), "haproxy-splice": ("tab:purple", "v", ":"),
          "haproxy-splice-auto": ("tab:pink", "v", ":"),
          "h2o": ("tab:blue", "^", "-"), "relay": ("dimgray", "D", "--"),
-         "origin-direct": ("tab:olive", "s", "-."), "zchttpd-direct": ("tab:red", "o", "-.")}
+         "origin-direct": ("tab:olive", "s", "-."), "zchttpd-direct": ("tab:red", "o", "-."),
+         "zchttpd-splice": ("tab:orange", "o", ":"), "zchttpd-copy": ("tab:brown", "o", ":")}
 
 RAW_FIELDS = report.RAW_FIELDS + ["origin_cpu_util", "client_side_util", "wrk_bound",
                                   "proxy_bound", "limit", "haproxy_spliced_bytes", "origin_conns",
@@ -231,7 +238,8 @@ def relay_argv(binary, port, origin_port, workers):
 
 # -- the servers ---------------------------------------------------------------
 
-_BASE = {"zchttpd": "zchttpd", "zchttpd-direct": "zchttpd", "nginx": "nginx",
+_BASE = {"zchttpd": "zchttpd", "zchttpd-direct": "zchttpd", "zchttpd-splice": "zchttpd",
+         "zchttpd-copy": "zchttpd", "nginx": "nginx",
          "origin-direct": "nginx", "h2o": "h2o", "haproxy": "nginx", "haproxy-splice": "nginx",
          "haproxy-splice-auto": "nginx", "relay": "floor"}
 
@@ -244,7 +252,8 @@ class ProxyServer(servers.Server):
     def __init__(self, name, docroot, workdir, origin_port, nginx_keepalive=UPSTREAM_KEEPALIVE, **kw):
         if name not in _BASE:
             raise servers.ServerError(f"unknown proxy {name!r} (known: {', '.join(NAMES)})")
-        extra = zchttpd_proxy_args(origin_port) if name == "zchttpd" else []
+        extra = (zchttpd_proxy_args(origin_port) + ZCHTTPD_VARIANTS[name]
+                 if name in ZCHTTPD_VARIANTS else [])
         super().__init__(_BASE[name], docroot, workdir, label=name, extra_args=extra, **kw)
         self.role = name
         self.origin_port = origin_port
@@ -263,7 +272,7 @@ class ProxyServer(servers.Server):
     def argv(self):
         as_root = os.geteuid() == 0
         role = self.role
-        if role in ("zchttpd", "zchttpd-direct", "origin-direct"):
+        if role in ZCHTTPD_VARIANTS or role in ("zchttpd-direct", "origin-direct"):
             return super().argv()
         if role == "nginx":
             binary = servers._which("nginx")

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "access_log.h"
+#include "addr_text.h"
 #include "http_lex.h"
 
 #define LOG_BUF (64u << 10)
@@ -176,26 +177,13 @@ static void put_time(struct line *o)
 
 static void put_peer(struct line *o, const struct sockaddr_storage *ss)
 {
-	char host[INET6_ADDRSTRLEN];
+	char host[ADDR_TEXT_MAX];
+	size_t n = addr_text(ss, host);
 
-	if (ss->ss_family == AF_INET) {
-		/* by hand: inet_ntop formats IPv4 with sprintf */
-		const unsigned char *a = (const unsigned char *)
-			&((const struct sockaddr_in *)ss)->sin_addr;
-
-		for (int i = 0; i < 4; i++) {
-			if (i)
-				put_lit(o, ".");
-			put_dec(o, a[i]);
-		}
-	} else if (ss->ss_family == AF_INET6 &&
-		   inet_ntop(AF_INET6,
-			     &((const struct sockaddr_in6 *)ss)->sin6_addr,
-			     host, sizeof(host))) {
-		put(o, host, strlen(host));
-	} else {
+	if (n)
+		put(o, host, n);
+	else
 		put_lit(o, "-");
-	}
 }
 
 static const struct http_str *field(const struct http_request *req,

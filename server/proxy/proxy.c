@@ -47,7 +47,7 @@
 #define RX_HEAD (32u << 10)		/* the response head's buffer */
 #define BODY_READ (256u << 10)		/* one read of a request body */
 #define TX_HIGH_WATER (512u << 10)	/* stop reading the client */
-#define MAX_SPARE_PIPES 16
+#define MAX_SPARE_PIPES 128	/* as many as responses in flight need */
 
 static const struct zh_handler proxy_handler;
 
@@ -271,10 +271,14 @@ static ssize_t target(const struct px_req *p, char *buf, size_t cap)
 	return (ssize_t)k;
 }
 
+/* Scratch of the worker's loop (one thread): the target being made, and
+ * the client's response head before the connection copies it. */
+static char tgt[ZH_PATH_MAX * 3 + 64];
+static char client_head[RX_HEAD + 4096];
+
 static int build_head(struct px_req *p, const struct zh_upstream_server *s)
 {
 	struct zh_request *r = p->r;
-	char *tgt = malloc(ZH_PATH_MAX * 3 + 64);
 	struct ph_request in = {
 		.req = &r->http,
 		.pc = &p->w->cfg->proxy,
@@ -285,15 +289,10 @@ static int build_head(struct px_req *p, const struct zh_upstream_server *s)
 		.upgrade = p->tunnel,
 	};
 	size_t cap = r->head_len + 2048;
-	ssize_t n;
+	ssize_t n = target(p, tgt, sizeof(tgt));
 
-	if (!tgt)
-		return 503;
-	n = target(p, tgt, ZH_PATH_MAX * 3 + 64);
-	if (n < 0) {
-		free(tgt);
+	if (n < 0)
 		return 414;
-	}
 	in.target = tgt;
 	in.target_len = (size_t)n;
 	switch (p->body_in) {
@@ -318,17 +317,14 @@ static int build_head(struct px_req *p, const struct zh_upstream_server *s)
 	for (;;) {
 		char *h = realloc(p->head, cap);
 
-		if (!h) {
-			free(tgt);
+		if (!h)
 			return 503;
-		}
 		p->head = h;
 		n = ph_request_head(&in, h, cap);
 		if (n >= 0 || cap >= HEAD_MAX)
 			break;
 		cap = cap * 2 > HEAD_MAX ? HEAD_MAX : cap * 2;
 	}
-	free(tgt);
 	if (n < 0)
 		return 431;
 	p->head_len = (size_t)n;
@@ -624,7 +620,6 @@ static void plan(struct px_req *p)
 static int on_head(struct px_req *p, size_t hl)
 {
 	struct zh_request *r = p->r;
-	char *buf;
 	ssize_t n;
 	int err;
 	struct ph_response in = {
@@ -638,16 +633,11 @@ static int on_head(struct px_req *p, size_t hl)
 	in.framing = p->out;
 	in.length = p->resp.content_length;
 	in.keep_alive = r->keep_alive;
-	buf = malloc(hl + 1024);
-	if (!buf)
-		return 503;
-	n = ph_response_head(&in, buf, hl + 1024);
-	if (n < 0) {
-		free(buf);
+	/* The upstream's head, less what goes, plus ours: it fits. */
+	n = ph_response_head(&in, client_head, sizeof(client_head));
+	if (n < 0)
 		return 502;
-	}
-	err = request_head_append(r, buf, (size_t)n);
-	free(buf);
+	err = request_head_append(r, client_head, (size_t)n);
 	if (err)
 		return err;
 	p->head_done = true;
@@ -674,6 +664,9 @@ static int read_head(struct px_req *p)
 			p->uc = NULL;
 			return 502;
 		}
+		/* The head and what follows it: a small body whole; of a
+		 * body that goes by splice, the part that came with the head
+		 * (copying 32 KiB costs less than a splice round). */
 		k = recv(up_fd(p->uc), (char *)zc_buf_wptr(p->rx) + p->rx_len,
 			 p->rx_cap - p->rx_len, 0);
 		if (k < 0 && errno == EINTR)

@@ -46,7 +46,7 @@ void proxy_conf_defaults(struct zh_proxy_config *pc)
 	memset(pc, 0, sizeof(*pc));
 	pc->defaults = (struct zh_upstream_group){
 		.balance = ZH_BALANCE_RR,
-		.keepalive = 32,
+		.keepalive = 256,
 		.max_conns = 0,
 		.queue = 1024,
 		.connect_ms = 5000,
@@ -60,8 +60,11 @@ void proxy_conf_defaults(struct zh_proxy_config *pc)
 	};
 	pc->host = ZH_HOST_PASS;
 	pc->via = true;
-	/* docs/proxy.md, "Splice or copy": measured per size. */
-	pc->splice_min = 64u << 10;
+	/* Measured per size (docs/proxy.md, "Splice or copy, measured"):
+	 * on Linux 6.18 over loopback a copied body cost less up to 256 KiB
+	 * (100 KB: 39.7 against 44.5 us), a spliced one from 384 KiB on
+	 * (1 MB: 210 against 304 us). */
+	pc->splice_min = 320u << 10;
 	pc->pipe_size = 256u << 10;
 }
 
