@@ -222,7 +222,7 @@ void options_error(const struct options *o, const char *where,
 		zh_log(ZL_ERROR, "%s", msg);
 }
 
-static int parse_uint(const char *v, unsigned long max, unsigned long *out)
+int options_uint(const char *v, unsigned long max, unsigned long *out)
 {
 	char *end;
 	unsigned long x;
@@ -237,8 +237,7 @@ static int parse_uint(const char *v, unsigned long max, unsigned long *out)
 	return 0;
 }
 
-/* "256M", "64k", "1G" or plain bytes. */
-static int parse_size(const char *v, unsigned long *out)
+int options_size(const char *v, unsigned long *out)
 {
 	char *end;
 	unsigned long x;
@@ -515,7 +514,7 @@ static int apply(struct options *o, const char *name, const char *val,
 
 #define NEED_VAL() do { if (!val) goto missing; } while (0)
 #define NUM(field, max) do { NEED_VAL(); \
-		if (parse_uint(val, (max), &n)) goto bad; \
+		if (options_uint(val, (max), &n)) goto bad; \
 		c->field = (typeof(c->field))n; } while (0)
 #define NUM_NONZERO(field, max) do { NUM(field, max); \
 		if (!c->field) goto bad; } while (0)
@@ -593,26 +592,26 @@ static int apply(struct options *o, const char *name, const char *val,
 		NUM(limits.max_headers, 256);	/* worker slot array size */
 	} else if (!strcmp(name, "max-body")) {
 		NEED_VAL();
-		if (parse_size(val, &n))
+		if (options_size(val, &n))
 			goto bad;
 		c->max_body_bytes = n;
 	} else if (!strcmp(name, "max-header-bytes")) {
 		NUM(limits.max_head_bytes, 16384);
 	} else if (!strcmp(name, "cache-size")) {
 		NEED_VAL();
-		if (parse_size(val, &n) || n < 4096)
+		if (options_size(val, &n) || n < 4096)
 			goto bad;
 		c->cache_bytes = n;
 	} else if (!strcmp(name, "cache-ttl")) {
 		NUM(cache_ttl_ms, 3600000);
 	} else if (!strcmp(name, "cache-small-max")) {
 		NEED_VAL();
-		if (parse_size(val, &n) || n > (64u << 20))
+		if (options_size(val, &n) || n > (64u << 20))
 			goto bad;
 		c->cache_small_max = n;
 	} else if (!strcmp(name, "cache-copy-max")) {
 		NEED_VAL();
-		if (parse_size(val, &n) || n > (64u << 20))
+		if (options_size(val, &n) || n > (64u << 20))
 			goto bad;
 		c->cache_copy_max = n;
 	} else if (!strcmp(name, "cache-entries")) {
@@ -698,7 +697,7 @@ static int apply(struct options *o, const char *name, const char *val,
 		NUM_NONZERO(h2.max_streams, 1u << 20);
 	} else if (!strcmp(name, "h2-max-header-list")) {
 		NEED_VAL();
-		if (parse_size(val, &n) || n < 1024 || n > (64u << 20))
+		if (options_size(val, &n) || n < 1024 || n > (64u << 20))
 			goto bad;
 		c->h2.max_header_list = (unsigned)n;
 	} else if (!strcmp(name, "h2-idle-timeout")) {

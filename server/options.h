@@ -45,6 +45,10 @@ void options_error(const struct options *o, const char *where,
 /* Settings whose default depends on the number of workers (the cache's
  * --cache-small-max and --cache-copy-max: ZH_BY_WORKERS until then). */
 void options_for_workers(struct zh_config *c, int nworkers);
+/* A decimal number up to max; a size ("256M", "64k", "1G" or plain bytes,
+ * at most 1 TiB).  0, or -1 for anything else. */
+int options_uint(const char *v, unsigned long max, unsigned long *out);
+int options_size(const char *v, unsigned long *out);
 /* Free the strings options_parse copied (o's pointers become invalid). */
 void options_free(struct options *o);
 

@@ -332,6 +332,35 @@ static int build_head(struct px_req *p, const struct zh_upstream_server *s)
 	return 0;
 }
 
+ssize_t px_read(struct px_req *p, size_t want, zc_buf **out)
+{
+	zc_buf *b;
+	ssize_t k;
+
+	*out = NULL;
+	if (zc_buf_alloc(NULL, want, &b))
+		return -ENOMEM;
+	do
+		k = recv(up_fd(p->uc), zc_buf_wptr(b), want, 0);
+	while (k < 0 && errno == EINTR);
+	if (k <= 0) {
+		k = k < 0 ? -errno : 0;
+		zc_buf_release(b);
+		return k;
+	}
+	zc_buf_publish(b, (size_t)k);
+	*out = b;
+	return k;
+}
+
+int px_chunk_line(zc_agg *out, size_t len)
+{
+	char line[24];
+	int n = snprintf(line, sizeof(line), "%zx\r\n", len);
+
+	return zc_agg_append_bytes(out, NULL, line, (size_t)n) ? -ENOMEM : 0;
+}
+
 /* Append body bytes for the upstream, framed as the head said. */
 static int queue_body(struct px_req *p, zc_agg *data, const char *bytes,
 		      size_t n)
@@ -339,16 +368,12 @@ static int queue_body(struct px_req *p, zc_agg *data, const char *bytes,
 	bool chunked = p->body_in == PX_IN_CHUNKED ||
 		       p->body_in == PX_IN_TO_END;
 	size_t len = data ? zc_agg_len(data) : n;
-	char line[24];
 	int err = 0;
 
 	if (!len)
 		return 0;
-	if (chunked) {
-		int k = snprintf(line, sizeof(line), "%zx\r\n", len);
-
-		err = zc_agg_append_bytes(p->tx, NULL, line, (size_t)k);
-	}
+	if (chunked)
+		err = px_chunk_line(p->tx, len);
 	if (!err)
 		err = data ? zc_agg_concat(p->tx, data)
 			   : zc_agg_append_bytes(p->tx, NULL, bytes, n);

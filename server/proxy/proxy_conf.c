@@ -81,16 +81,12 @@ void proxy_conf_free(struct zh_proxy_config *pc)
 
 /* ------------------------------------------------------------ helpers */
 
+/* options_uint into an unsigned (max fits one). */
 static int parse_uint(const char *v, unsigned long max, unsigned *out)
 {
-	char *end;
 	unsigned long x;
 
-	if (!v || *v < '0' || *v > '9')
-		return -1;
-	errno = 0;
-	x = strtoul(v, &end, 10);
-	if (errno || *end || x > max)
+	if (options_uint(v, max, &x))
 		return -1;
 	*out = (unsigned)x;
 	return 0;
@@ -509,18 +505,9 @@ int proxy_option(struct options *o, const char *name, const char *val)
 		}
 	} else if (!strcmp(name, "splice-min") ||
 		   !strcmp(name, "pipe-size")) {
-		char *end;
-		unsigned long long x = strtoull(val, &end, 10);
+		unsigned long x;
 
-		if (end == val)
-			goto bad;
-		if (*end == 'k' || *end == 'K')
-			x <<= 10, end++;
-		else if (*end == 'm' || *end == 'M')
-			x <<= 20, end++;
-		else if (*end == 'g' || *end == 'G')
-			x <<= 30, end++;
-		if (*end || x > (1ull << 40))
+		if (options_size(val, &x))
 			goto bad;
 		if (name[0] == 's') {
 			pc->splice_min = x;

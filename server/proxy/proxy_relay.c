@@ -30,7 +30,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -61,16 +60,12 @@ static int emit(struct px_req *p, zc_buf *b, size_t off, size_t len)
 {
 	zc_agg *out = request_out(p->r);
 	bool frame = p->out == PH_CHUNKED && !p->passthrough;
-	char line[24];
 	int err = 0;
 
 	if (!len)
 		return 0;
-	if (frame) {
-		int k = snprintf(line, sizeof(line), "%zx\r\n", len);
-
-		err = zc_agg_append_bytes(out, NULL, line, (size_t)k);
-	}
+	if (frame)
+		err = px_chunk_line(out, len);
 	if (!err)
 		err = zc_agg_append_buf(out, b, off, len);
 	if (!err && frame)
@@ -149,20 +144,11 @@ static ssize_t read_copy(struct px_req *p)
 						 : READ_MAX)
 		      : READ_UNKNOWN;
 	zc_buf *b;
-	ssize_t k;
+	ssize_t k = px_read(p, want, &b);
 	int err;
 
-	if (zc_buf_alloc(NULL, want, &b))
-		return -ENOMEM;
-	do
-		k = recv(up_fd(p->uc), zc_buf_wptr(b), want, 0);
-	while (k < 0 && errno == EINTR);
-	if (k <= 0) {
-		err = k < 0 ? -errno : 0;
-		zc_buf_release(b);
-		return err;
-	}
-	zc_buf_publish(b, (size_t)k);
+	if (k <= 0)
+		return k;
 	err = feed(p, b, 0, (size_t)k);
 	zc_buf_release(b);
 	return err ? err : k;
@@ -183,10 +169,7 @@ static ssize_t read_splice(struct px_req *p)
 				  frame ? &piece : &out, want);
 
 	if (k > 0 && frame) {
-		char line[24];
-		int n = snprintf(line, sizeof(line), "%zx\r\n", (size_t)k);
-
-		if (zc_agg_append_bytes(out, NULL, line, (size_t)n) ||
+		if (px_chunk_line(out, (size_t)k) ||
 		    zc_agg_concat(out, piece) ||
 		    zc_agg_append_bytes(out, NULL, "\r\n", 2))
 			k = -ENOMEM;

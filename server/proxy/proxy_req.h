@@ -96,6 +96,14 @@ void px_tunnel_input(struct px_req *p);
 void px_tunnel_more(struct px_req *p);
 void px_tunnel_idle(struct px_req *p);
 
+/* Read up to `want` bytes of the upstream into a new pool buffer,
+ * published: bytes (*out set), 0 at the end, -EAGAIN, -errno (*out NULL
+ * unless bytes came). */
+ssize_t px_read(struct px_req *p, size_t want, zc_buf **out);
+/* A chunk's size line ("%zx\r\n") onto out: 0 or -ENOMEM (its data and
+ * the CRLF after it are the caller's). */
+int px_chunk_line(zc_agg *out, size_t len);
+
 /* proxy.c's spare pipes (per worker): one with nothing in it, or a new
  * one; back when the request is done with it. */
 zc_pipe *px_pipe_get(struct zh_worker *w);

@@ -86,21 +86,13 @@ static int pull_down(struct px_req *p)
 {
 	for (;;) {
 		zc_buf *b;
-		ssize_t k;
+		ssize_t k = px_read(p, TUNNEL_READ, &b);
 		int err;
 
-		if (zc_buf_alloc(NULL, TUNNEL_READ, &b))
-			return -ENOMEM;
-		do
-			k = recv(up_fd(p->uc), zc_buf_wptr(b), TUNNEL_READ, 0);
-		while (k < 0 && errno == EINTR);
 		if (k <= 0) {
-			err = k < 0 ? -errno : 1;
-			zc_buf_release(b);
 			request_send(p->r);
-			return err == -EAGAIN ? 0 : err;
+			return k == -EAGAIN ? 0 : k ? (int)k : 1;
 		}
-		zc_buf_publish(b, (size_t)k);
 		err = zc_agg_append_buf(request_out(p->r), b, 0, (size_t)k);
 		zc_buf_release(b);
 		if (err)
