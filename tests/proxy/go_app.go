@@ -60,7 +60,10 @@ func size(w http.ResponseWriter, r *http.Request) {
 		f.Flush() // head out without a length: chunked from here on
 	}
 	for off := int64(0); off < n; {
-		k := min(int64(piece), n-off)
+		k := n - off
+		if k > int64(piece) {
+			k = int64(piece) // (no min builtin: Debian's Go 1.19 builds this too)
+		}
 		start := off % int64(len(pattern))
 		if _, err := w.Write(block[start : start+k]); err != nil {
 			return
