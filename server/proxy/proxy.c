@@ -160,7 +160,7 @@ static void drop_conn(struct px_req *p, bool reusable)
 
 void px_done(struct px_req *p)
 {
-	drop_conn(p, p->reusable && p->sent && p->body_ended);
+	drop_conn(p, p->reusable && p->sent);
 	finish(p, ZH_ANSWERED);
 }
 

@@ -134,9 +134,10 @@ static bool usable(const struct up_server *s, const struct up_client *cl,
 }
 
 /* Smooth weighted round robin (nginx's): every usable server gains its
- * weight, the richest is chosen and pays the total. */
+ * weight, the richest is chosen and pays the total.  dry: whether any
+ * would do, the weights untouched. */
 static struct up_server *pick_rr(struct up_group *g, struct up_client *cl,
-				 bool backup, uint64_t now, bool *full)
+				 bool backup, uint64_t now, bool *full, bool dry)
 {
 	struct up_server *best = NULL;
 	int total = 0;
@@ -146,6 +147,8 @@ static struct up_server *pick_rr(struct up_group *g, struct up_client *cl,
 
 		if (s->conf->backup != backup || !usable(s, cl, i, now, full))
 			continue;
+		if (dry)
+			return s;
 		s->cw += (int)s->conf->weight;
 		total += (int)s->conf->weight;
 		if (!best || s->cw > best->cw)
@@ -158,7 +161,8 @@ static struct up_server *pick_rr(struct up_group *g, struct up_client *cl,
 
 /* Fewest connections serving, relative to weight; ties by round robin. */
 static struct up_server *pick_least(struct up_group *g, struct up_client *cl,
-				    bool backup, uint64_t now, bool *full)
+				    bool backup, uint64_t now, bool *full,
+				    bool dry)
 {
 	struct up_server *best = NULL;
 	unsigned n = g->conf->n;
@@ -175,7 +179,8 @@ static struct up_server *pick_least(struct up_group *g, struct up_client *cl,
 				     s->conf->weight)
 			best = s;
 	}
-	g->rr = (g->rr + 1) % n;
+	if (!dry)
+		g->rr = (g->rr + 1) % n;
 	return best;
 }
 
@@ -214,18 +219,21 @@ static struct up_server *pick_hash(struct up_group *g, struct up_client *cl,
 	return NULL;
 }
 
+/* The server for cl, or NULL (*full: because those it may use are at
+ * their bound).  dry: only whether there is one -- the balancing's state
+ * (round robin's weights, least-conn's tie breaker) stays as it was. */
 static struct up_server *pick(struct up_group *g, struct up_client *cl,
-			      uint64_t now, bool *full)
+			      uint64_t now, bool *full, bool dry)
 {
 	struct up_server *s = NULL;
 
 	for (int backup = 0; backup < 2 && !s && !*full; backup++) {
 		switch (g->conf->balance) {
 		case ZH_BALANCE_RR:
-			s = pick_rr(g, cl, backup, now, full);
+			s = pick_rr(g, cl, backup, now, full, dry);
 			break;
 		case ZH_BALANCE_LEAST_CONN:
-			s = pick_least(g, cl, backup, now, full);
+			s = pick_least(g, cl, backup, now, full, dry);
 			break;
 		case ZH_BALANCE_HASH:
 			s = pick_hash(g, cl, backup, now, full);
@@ -330,7 +338,7 @@ static int find(struct up_group *g, struct up_client *cl)
 
 	for (;;) {
 		bool full = false;
-		struct up_server *s = pick(g, cl, now, &full);
+		struct up_server *s = pick(g, cl, now, &full, false);
 		int err;
 
 		if (!s && full) {
@@ -467,9 +475,12 @@ static void serve_queue(struct up_group *g)
 	while (g->qhead) {
 		struct up_client *cl = g->qhead;
 		bool full = false;
-		struct up_server *s = pick(g, cl, ev_now_ms(g->w->loop), &full);
+		struct up_server *s = pick(g, cl, ev_now_ms(g->w->loop), &full,
+					   true);
 		int status;
 
+		/* find() chooses for real: a second choice here would have
+		 * paid round robin's weights twice for one request. */
 		if (!s && full)
 			return;		/* still everything busy */
 		up_dequeue(g, cl);
